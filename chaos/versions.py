@@ -25,3 +25,5 @@ REAPER_VERSION = "1.0.0"
 # Official images, for machines that can pull. Docker Hub names carry no registry host.
 OFFICIAL_KAFKA_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
 OFFICIAL_TOXIPROXY_IMAGE = f"shopify/toxiproxy:{TOXIPROXY_VERSION}"
+# testcontainers' reaper speaks the same protocol as ours.
+OFFICIAL_RYUK_IMAGE = "testcontainers/ryuk:0.14.0"

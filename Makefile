@@ -1,0 +1,30 @@
+# The two commands of the README: `make chaos` and `make test`. Both set everything up first and are
+# quick when nothing changed (venv, images and jars are cached).
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: setup provision chaos test lint smoke bench clean
+
+setup:
+	@scripts/setup.sh
+
+provision: setup
+	@$(BIN)/chaos images ensure
+	@$(BIN)/chaos jars ensure >/dev/null
+
+## Run the chaos scenarios and write reports/ (until scenarios exist: the smoke tests).
+chaos: provision
+	$(BIN)/pytest -m "chaos or smoke" $(PYTEST_ARGS)
+
+## Lint, type-check and run the whole test suite.
+test: provision lint
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+clean: setup
+	$(BIN)/chaos clean

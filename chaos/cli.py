@@ -1,0 +1,142 @@
+"""The ``chaos`` command line."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from chaos.errors import ChaosError
+
+console = Console()
+
+_SOURCE_OPTION = click.option(
+    "--source",
+    "source",
+    type=click.Choice(["official", "local", "auto"]),
+    default=None,
+    help="Where images come from (default: $CHAOS_IMAGES, else auto).",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="chaos-harness")
+def cli() -> None:
+    """Fault-injection chaos harness for Apache Kafka."""
+
+
+@cli.group()
+def images() -> None:
+    """List, build or make present the container images."""
+
+
+@images.command("list")
+def images_list() -> None:
+    """Show every image: its official reference, local tag, and what is present."""
+    from chaos.cluster.images import image_status
+
+    table = Table("image", "official", "present", "local tag", "local build")
+    for row in image_status():
+        table.add_row(
+            row.name,
+            row.official or "-",
+            "yes" if row.official_present else "no",
+            row.local_tag,
+            row.local_state,
+        )
+    console.print(table)
+
+
+@images.command("build")
+@click.option("--force", is_flag=True, help="Rebuild even when the current build is present.")
+@click.argument("names", nargs=-1, type=click.Choice(["jre-base", "kafka", "toxiproxy", "reaper"]))
+def images_build(force: bool, names: tuple[str, ...]) -> None:
+    """Build local images (all by default), reusing current builds unless --force."""
+    from chaos.cluster.images.local import ensure_local, recipes
+
+    for name in names or tuple(recipes()):
+        console.print(f"{name}: {ensure_local(name, force=force)}")
+
+
+@images.command("ensure")
+@_SOURCE_OPTION
+def images_ensure(source: str | None) -> None:
+    """Pull or build whatever is missing for the chosen source; fast when nothing changed."""
+    from chaos.cluster.images import ensure_images
+
+    started = time.monotonic()
+    chosen = ensure_images(source)
+    for role, src in chosen.sources:
+        console.print(f"{role.value:10} {chosen.ref(role)}  [dim]({src.value})[/dim]")
+    console.print(f"[dim]images ready in {time.monotonic() - started:.1f} s[/dim]")
+
+
+@cli.group()
+def jars() -> None:
+    """Spark's Kafka connector jars."""
+
+
+@jars.command("ensure")
+def jars_ensure() -> None:
+    """Fetch spark-sql-kafka-0-10 for the installed PySpark with Maven, unless cached."""
+    from chaos.audit.connector import ensure_connector_jars
+
+    for jar in ensure_connector_jars():
+        console.print(str(jar))
+
+
+@jars.command("list")
+def jars_list() -> None:
+    """Show the cached connector jars for the installed PySpark."""
+    from chaos.audit.connector import connector_jars, jars_dir
+
+    found = connector_jars()
+    if not found:
+        raise click.ClickException(f"no jars in {jars_dir()}; run `chaos jars ensure`")
+    for jar in found:
+        console.print(str(jar))
+
+
+@cli.command()
+@_SOURCE_OPTION
+def doctor(source: str | None) -> None:
+    """Check every precondition; exit 0 only when all pass, and print the fix for each failure."""
+    from chaos.doctor import run_checks
+
+    checks = run_checks(source)
+    for check in checks:
+        mark = "[green]ok  [/green]" if check.ok else "[red]FAIL[/red]"
+        console.print(f"{mark} {check.name}: {check.detail}", highlight=False)
+        if not check.ok:
+            console.print(f"     fix: {check.fix}", highlight=False)
+    if not all(c.ok for c in checks):
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--run-id", default=None, help="Only this run's resources (default: every run's).")
+def clean(run_id: str | None) -> None:
+    """Remove containers and networks labelled chaos-harness that earlier runs left behind."""
+    from chaos.cluster.sweep import sweep
+
+    result = sweep(run_id)
+    console.print(f"removed {len(result.containers)} containers, {len(result.networks)} networks")
+    for name in (*result.containers, *result.networks):
+        console.print(f"  {name}")
+
+
+def main() -> None:
+    """Entry point: harness errors print their fix and exit 2 instead of a traceback."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except ChaosError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(2)

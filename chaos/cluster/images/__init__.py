@@ -1,0 +1,87 @@
+"""Image provisioning: official images where they can be pulled, local builds where they cannot.
+
+``ensure_images()`` is the one entry point the cluster uses; the source comes from the argument,
+``$CHAOS_IMAGES``, or ``auto``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chaos.cluster.engine import docker_client
+from chaos.cluster.images.catalog import ENV_SOURCE, ImageSet, Role, Source, official_ref
+from chaos.cluster.images.local import ROLE_IMAGE, ensure_local, image_present, recipes
+from chaos.errors import ImagePullFailed
+from chaos.progress import step
+
+__all__ = ["ImageSet", "ImageStatus", "Role", "Source", "ensure_images", "image_status", "pull_official"]
+
+
+def pull_official(role: Role) -> str:
+    """Pull the official image for ``role`` unless present; raise ImagePullFailed saying how to go local."""
+    import docker.errors
+
+    ref = official_ref(role)
+    if image_present(ref):
+        return ref
+    repository, _, tag = ref.rpartition(":")
+    try:
+        with step(f"pulling {ref}"):
+            docker_client().images.pull(repository, tag=tag)
+    except docker.errors.APIError as exc:
+        reason = exc.explanation or str(exc)
+        raise ImagePullFailed(
+            f"cannot pull the official {role.value} image {ref}: {reason}\n"
+            f"  fix: this host may reach no container registry; build the images here instead with "
+            f"{ENV_SOURCE}=local (or {ENV_SOURCE}=auto), e.g. `{ENV_SOURCE}=local chaos images ensure`"
+        ) from exc
+    return ref
+
+
+def _ensure_role(role: Role, source: Source) -> tuple[str, Source]:
+    if source is Source.LOCAL:
+        return ensure_local(ROLE_IMAGE[role]), Source.LOCAL
+    if source is Source.OFFICIAL:
+        return pull_official(role), Source.OFFICIAL
+    try:
+        return pull_official(role), Source.OFFICIAL
+    except ImagePullFailed:
+        return ensure_local(ROLE_IMAGE[role]), Source.LOCAL
+
+
+def ensure_images(source: Source | str | None = None) -> ImageSet:
+    """Make every image a cluster needs present, pulling or building as ``source`` says."""
+    chosen = source if isinstance(source, Source) else Source.parse(source)
+    resolved = {role: _ensure_role(role, chosen) for role in Role}
+    return ImageSet(
+        kafka=resolved[Role.KAFKA][0],
+        toxiproxy=resolved[Role.TOXIPROXY][0],
+        reaper=resolved[Role.REAPER][0],
+        sources=tuple((role, src) for role, (_, src) in resolved.items()),
+    )
+
+
+@dataclass(frozen=True)
+class ImageStatus:
+    """One row of ``chaos images list``."""
+
+    name: str
+    official: str | None
+    official_present: bool
+    local_tag: str
+    local_state: str
+
+
+def image_status() -> list[ImageStatus]:
+    """The official and local image of every role (and the local-only base), with what is present."""
+    rows = []
+    by_image = {name: role for role, name in ROLE_IMAGE.items()}
+    for name, local in recipes().items():
+        role = by_image.get(name)
+        official = official_ref(role) if role else None
+        rows.append(
+            ImageStatus(
+                name, official, image_present(official) if official else False, local.tag, local.state()
+            )
+        )
+    return rows

@@ -1,0 +1,68 @@
+"""Which images the harness needs, where each comes from, and how a choice is named."""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+
+from chaos import versions
+from chaos.errors import ConfigError
+
+ENV_SOURCE = "CHAOS_IMAGES"
+
+
+class Role(enum.StrEnum):
+    """An image's job in a cluster."""
+
+    KAFKA = "kafka"
+    TOXIPROXY = "toxiproxy"
+    REAPER = "reaper"
+
+
+class Source(enum.StrEnum):
+    """Where images come from: pulled official ones, locally built ones, or official when pullable."""
+
+    OFFICIAL = "official"
+    LOCAL = "local"
+    AUTO = "auto"
+
+    @classmethod
+    def parse(cls, value: str | None) -> Source:
+        """``value`` or ``$CHAOS_IMAGES`` or auto; anything else is a ConfigError naming the choices."""
+        raw = (value or os.environ.get(ENV_SOURCE) or cls.AUTO.value).strip().lower()
+        try:
+            return cls(raw)
+        except ValueError:
+            choices = ", ".join(s.value for s in cls)
+            raise ConfigError(
+                f"image source {raw!r} is not one of {choices} (set {ENV_SOURCE} or --images)"
+            ) from None
+
+
+def official_ref(role: Role) -> str:
+    """The official image for ``role``; ``CHAOS_<ROLE>_IMAGE`` overrides it (e.g. a mirror's name)."""
+    override = os.environ.get(f"CHAOS_{role.value.upper()}_IMAGE")
+    if override:
+        return override
+    return {
+        Role.KAFKA: versions.OFFICIAL_KAFKA_IMAGE,
+        Role.TOXIPROXY: versions.OFFICIAL_TOXIPROXY_IMAGE,
+        Role.REAPER: versions.OFFICIAL_RYUK_IMAGE,
+    }[role]
+
+
+@dataclass(frozen=True)
+class ImageSet:
+    """The image references a cluster starts, and where each came from."""
+
+    kafka: str
+    toxiproxy: str
+    reaper: str
+    sources: tuple[tuple[Role, Source], ...]
+
+    def ref(self, role: Role) -> str:
+        return {Role.KAFKA: self.kafka, Role.TOXIPROXY: self.toxiproxy, Role.REAPER: self.reaper}[role]
+
+    def source(self, role: Role) -> Source:
+        return dict(self.sources)[role]

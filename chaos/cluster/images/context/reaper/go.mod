@@ -1,0 +1,3 @@
+module chaosharness/reaper
+
+go 1.22

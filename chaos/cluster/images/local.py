@@ -1,0 +1,329 @@
+"""Images built on this machine, for hosts that reach no container registry.
+
+* ``jre-base``: Debian from ``debootstrap`` (the machine's own apt mirror) with a JRE, imported with
+  ``docker import``;
+* ``kafka``: the broker's runtime jars from Maven Central on that base, with the entry point that
+  honours the official image's ``KAFKA_*`` convention;
+* ``toxiproxy``: ``go install`` at the pinned version, on ``scratch``;
+* ``reaper``: the harness's own Ryuk-compatible reaper, ``go build`` on ``scratch``.
+
+Each image carries a label with the hash of its inputs; ``ensure`` rebuilds only what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos import versions
+from chaos.cluster.engine import docker_client
+from chaos.cluster.images.catalog import Role
+from chaos.errors import ImageBuildFailed, ToolMissing
+from chaos.maven import copy_runtime_classpath
+from chaos.paths import cache_dir
+from chaos.progress import follow, run_logged, step
+
+CONTEXT_DIR = Path(__file__).parent / "context"
+HASH_LABEL = "chaos-harness.build-hash"
+# Bump when the base recipe below changes in a way the versions do not show.
+_BASE_RECIPE_REVISION = "1"
+_JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
+_TRIMMED_DIRS = (
+    "usr/share/doc",
+    "usr/share/man",
+    "usr/share/info",
+    "usr/share/locale",
+    "var/cache/apt/archives",
+)
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _files_digest(directory: Path) -> str:
+    parts: list[str] = []
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        parts += [str(path.relative_to(directory)), hashlib.sha256(path.read_bytes()).hexdigest()]
+    return _digest(*parts)
+
+
+@dataclass(frozen=True)
+class LocalImage:
+    """A locally built image: its tag, the hash of its inputs, and how to build it."""
+
+    name: str
+    tag: str
+    build_hash: str
+    builder: Callable[[LocalImage], None]
+    depends_on: tuple[str, ...] = ()
+
+    def state(self) -> str:
+        """``current``, ``stale`` (built from other inputs) or ``missing``."""
+        import docker.errors
+
+        try:
+            image = docker_client().images.get(self.tag)
+        except docker.errors.ImageNotFound:
+            return "missing"
+        labels = image.labels or {}
+        return "current" if labels.get(HASH_LABEL) == self.build_hash else "stale"
+
+
+def _base_hash() -> str:
+    return _digest(
+        versions.DEBIAN_SUITE, versions.JRE_PACKAGE, *versions.BASE_EXTRA_PACKAGES, _BASE_RECIPE_REVISION
+    )
+
+
+def recipes() -> dict[str, LocalImage]:
+    """Every local image, keyed by name, in build order."""
+    base = LocalImage(
+        "jre-base", f"chaos-harness/jre-base:{versions.DEBIAN_SUITE}-17", _base_hash(), _build_base
+    )
+    kafka = LocalImage(
+        "kafka",
+        f"chaos-harness/kafka:{versions.KAFKA_VERSION}",
+        _digest(
+            base.build_hash,
+            versions.KAFKA_VERSION,
+            versions.SCALA_BINARY_VERSION,
+            versions.LOG4J_VERSION,
+            _files_digest(CONTEXT_DIR / "kafka"),
+        ),
+        _build_kafka,
+        depends_on=("jre-base",),
+    )
+    toxiproxy = LocalImage(
+        "toxiproxy",
+        f"chaos-harness/toxiproxy:{versions.TOXIPROXY_VERSION}",
+        _digest(
+            versions.TOXIPROXY_VERSION,
+            versions.TOXIPROXY_GO_PACKAGE,
+            _files_digest(CONTEXT_DIR / "toxiproxy"),
+        ),
+        _build_toxiproxy,
+    )
+    reaper = LocalImage(
+        "reaper",
+        f"chaos-harness/reaper:{versions.REAPER_VERSION}",
+        _digest(versions.REAPER_VERSION, _files_digest(CONTEXT_DIR / "reaper")),
+        _build_reaper,
+    )
+    return {image.name: image for image in (base, kafka, toxiproxy, reaper)}
+
+
+ROLE_IMAGE = {Role.KAFKA: "kafka", Role.TOXIPROXY: "toxiproxy", Role.REAPER: "reaper"}
+
+
+def ensure_local(name: str, *, force: bool = False) -> str:
+    """Build ``name`` (and what it depends on) unless the current build is present; return its tag."""
+    images = recipes()
+    image = images[name]
+    for dependency in image.depends_on:
+        ensure_local(dependency, force=False)
+    if force or image.state() != "current":
+        with step(f"building {image.tag}"):
+            image.builder(image)
+    return image.tag
+
+
+# --- builders ---------------------------------------------------------------------------------------
+
+
+def _require_tool(tool: str, fix: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise ToolMissing(f"{tool} is needed to build images locally but is not installed", fix)
+    return path
+
+
+def _build_dir(image: LocalImage) -> Path:
+    path = cache_dir() / "build" / f"{image.name}-{image.build_hash}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _log_path(image: LocalImage, what: str) -> Path:
+    return cache_dir() / "logs" / f"{image.name}-{what}.log"
+
+
+def debian_mirror() -> str:
+    """The Debian mirror this machine's apt uses (``$CHAOS_DEBIAN_MIRROR`` overrides)."""
+    override = os.environ.get("CHAOS_DEBIAN_MIRROR")
+    if override:
+        return override
+    candidates: list[str] = []
+    apt = Path("/etc/apt")
+    for path in [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*"))]:
+        if not path.is_file() or path.suffix not in {"", ".list", ".sources"}:
+            continue
+        text = path.read_text(errors="replace")
+        candidates += re.findall(r"^\s*URIs:\s*(\S+)", text, flags=re.MULTILINE)
+        candidates += re.findall(r"^\s*deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+\S+", text, flags=re.MULTILINE)
+    for uri in candidates:
+        if uri.rstrip("/").endswith("/debian"):
+            return uri
+    raise ToolMissing(
+        "no Debian mirror found in /etc/apt/sources.list*",
+        "set CHAOS_DEBIAN_MIRROR to a Debian mirror URL (or use CHAOS_IMAGES=official)",
+    )
+
+
+def _build_base(image: LocalImage) -> None:
+    debootstrap = _require_tool("debootstrap", "apt-get install -y debootstrap")
+    if os.geteuid() != 0:
+        raise ToolMissing(
+            "debootstrap must run as root to build the JRE base image",
+            "run `chaos images build` as root, or use CHAOS_IMAGES=official on a host that can pull",
+        )
+    packages = ",".join((versions.JRE_PACKAGE, *versions.BASE_EXTRA_PACKAGES))
+    with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        run_logged(
+            [
+                debootstrap,
+                "--variant=minbase",
+                f"--include={packages}",
+                versions.DEBIAN_SUITE,
+                str(rootfs),
+                debian_mirror(),
+            ],
+            _log_path(image, "debootstrap"),
+            f"debootstrap {versions.DEBIAN_SUITE} + {versions.JRE_PACKAGE}",
+        )
+        for relative in _TRIMMED_DIRS:
+            shutil.rmtree(rootfs / relative, ignore_errors=True)
+        for lists in (rootfs / "var/lib/apt/lists").glob("*_*"):
+            lists.unlink()
+        tarball = Path(tmp) / "rootfs.tar"
+        run_logged(
+            ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(tarball), "."],
+            _log_path(image, "tar"),
+            "packing the root filesystem",
+        )
+        repository, tag = image.tag.rsplit(":", 1)
+        changes = [
+            f"ENV JAVA_HOME={_JAVA_HOME}",
+            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "ENV LANG=C.UTF-8",
+            f"LABEL {HASH_LABEL}={image.build_hash}",
+            'CMD ["/bin/bash"]',
+        ]
+        with step("docker import"):
+            docker_client().api.import_image(
+                src=str(tarball), repository=repository, tag=tag, changes=changes
+            )
+
+
+def _docker_build(image: LocalImage, context: Path, buildargs: dict[str, str] | None = None) -> None:
+    api = docker_client().api
+    stream = api.build(
+        path=str(context),
+        tag=image.tag,
+        rm=True,
+        forcerm=True,
+        pull=False,
+        decode=True,
+        buildargs=buildargs or {},
+        labels={HASH_LABEL: image.build_hash},
+    )
+    errors: list[str] = []
+
+    def lines(chunks: Iterator[dict[str, Any]]) -> Iterator[str]:
+        for chunk in chunks:
+            if "error" in chunk:
+                errors.append(str(chunk["error"]))
+                yield f"ERROR: {chunk['error']}"
+            elif "stream" in chunk:
+                yield str(chunk["stream"])
+
+    tail = follow(lines(stream), _log_path(image, "docker-build"), f"docker build {image.tag}")
+    if errors:
+        raise ImageBuildFailed(f"docker build {image.tag} failed: {errors[-1]}\n    " + "\n    ".join(tail))
+
+
+def _fresh_context(image: LocalImage, source: Path) -> Path:
+    context = _build_dir(image) / "context"
+    if context.exists():
+        shutil.rmtree(context)
+    shutil.copytree(source, context)
+    return context
+
+
+def _build_kafka(image: LocalImage) -> None:
+    base = recipes()["jre-base"].tag
+    libs_cache = _build_dir(image) / "libs"
+    if not any(libs_cache.glob("kafka_*.jar")):
+        pom_dir = _build_dir(image) / "maven"
+        pom_dir.mkdir(exist_ok=True)
+        pom = (CONTEXT_DIR / "kafka" / "pom.xml").read_text()
+        for key in ("KAFKA_VERSION", "SCALA_BINARY_VERSION", "LOG4J_VERSION"):
+            pom = pom.replace(f"@{key}@", getattr(versions, key))
+        (pom_dir / "pom.xml").write_text(pom)
+        copy_runtime_classpath(
+            pom_dir,
+            libs_cache,
+            _log_path(image, "maven"),
+            f"fetching Kafka {versions.KAFKA_VERSION} jars with Maven",
+        )
+    context = _fresh_context(image, CONTEXT_DIR / "kafka")
+    (context / "pom.xml").unlink()
+    shutil.copytree(libs_cache, context / "libs")
+    _docker_build(image, context, {"BASE_IMAGE": base})
+
+
+def _go_env(bin_dir: Path) -> dict[str, str]:
+    return {**os.environ, "GOBIN": str(bin_dir), "CGO_ENABLED": "0", "GOFLAGS": "-trimpath"}
+
+
+def _build_toxiproxy(image: LocalImage) -> None:
+    go = _require_tool("go", "install Go >= 1.23 (Debian's golang is too old) and put it on PATH")
+    context = _fresh_context(image, CONTEXT_DIR / "toxiproxy")
+    bin_dir = _build_dir(image) / "bin"
+    run_logged(
+        [go, "install", "-ldflags=-s -w", f"{versions.TOXIPROXY_GO_PACKAGE}@v{versions.TOXIPROXY_VERSION}"],
+        _log_path(image, "go"),
+        f"go install toxiproxy v{versions.TOXIPROXY_VERSION}",
+        env=_go_env(bin_dir),
+    )
+    shutil.copy2(bin_dir / "server", context / "toxiproxy-server")
+    _docker_build(image, context)
+
+
+def _build_reaper(image: LocalImage) -> None:
+    go = _require_tool("go", "install Go >= 1.22 and put it on PATH")
+    source = CONTEXT_DIR / "reaper"
+    context = _build_dir(image) / "context"
+    context.mkdir(exist_ok=True)
+    shutil.copy2(source / "Dockerfile", context / "Dockerfile")
+    run_logged(
+        [go, "build", "-ldflags=-s -w", "-o", str(context / "reaper"), "."],
+        _log_path(image, "go"),
+        "go build reaper",
+        cwd=source,
+        env=_go_env(context),
+    )
+    _docker_build(image, context)
+
+
+def image_present(ref: str) -> bool:
+    """Whether ``ref`` is in the local engine."""
+    import docker.errors
+
+    try:
+        docker_client().images.get(ref)
+    except docker.errors.ImageNotFound:
+        return False
+    return True

@@ -1,0 +1,67 @@
+"""A one-broker KRaft cluster, for smoke tests of the images and the clients."""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
+from chaos.cluster.ports import free_loopback_ports
+from chaos.errors import ClusterStartTimeout
+
+READY_LOG = r"Kafka Server started"
+
+
+@dataclass(frozen=True)
+class SingleBroker:
+    """A running single broker: where clients connect, and the container's name."""
+
+    bootstrap_servers: str
+    container_name: str
+    started_in_s: float
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+@contextmanager
+def single_broker(
+    kafka_image: str, run_id: str | None = None, start_timeout_s: float = 90
+) -> Iterator[SingleBroker]:
+    """Start one combined broker/controller on a fixed 127.0.0.1 port; always removed on exit."""
+    run = run_id or f"smoke-{uuid.uuid4().hex[:8]}"
+    name = f"chaos-{run}-kafka-1"
+    (port,) = free_loopback_ports(1)
+    container = labelled(kafka_image, run, name).with_envs(
+        CLUSTER_ID=new_cluster_id(),
+        KAFKA_NODE_ID="1",
+        KAFKA_PROCESS_ROLES="broker,controller",
+        KAFKA_LISTENERS="PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093",
+        KAFKA_ADVERTISED_LISTENERS=f"PLAINTEXT://127.0.0.1:{port}",
+        KAFKA_LISTENER_SECURITY_PROTOCOL_MAP="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        KAFKA_CONTROLLER_LISTENER_NAMES="CONTROLLER",
+        KAFKA_INTER_BROKER_LISTENER_NAME="PLAINTEXT",
+        KAFKA_CONTROLLER_QUORUM_VOTERS="1@localhost:9093",
+        KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR="1",
+        KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR="1",
+        KAFKA_TRANSACTION_STATE_LOG_MIN_ISR="1",
+        KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS="0",
+        KAFKA_HEAP_OPTS="-Xmx512m -Xms512m",
+    )
+    publish_on_loopback(container, 9092, port)
+    started = time.monotonic()
+    try:
+        try:
+            container.start()
+        except Exception as exc:
+            raise ClusterStartTimeout(f"{name} failed to start: {exc}\n{log_tail(container)}") from exc
+        wait_for_log(container, READY_LOG, start_timeout_s)
+        yield SingleBroker(f"127.0.0.1:{port}", name, time.monotonic() - started)
+    finally:
+        container.stop()

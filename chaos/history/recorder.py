@@ -1,0 +1,309 @@
+"""The thread-safe recorder: events in, JSON Lines on disk within a fraction of a second, Parquet on close.
+
+``record()`` only appends the event to an in-memory list under a lock; a background flusher thread turns
+the list into JSON Lines every ``flush_interval`` seconds and hands them to the kernel with ``write(2)``.
+Data the kernel holds survives a SIGKILL of this process, so a killed run loses at most the events
+recorded in the last ``flush_interval`` plus the time one batch takes to write (well under a second).
+``fsync=True`` also makes each batch survive a power loss, at a cost.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+from chaos.errors import HistoryError
+from chaos.history.compact import compact_locked
+from chaos.history.events import Event, _check_name
+from chaos.history.files import RunDir, WriterLock, fsync_dir, header_line
+from chaos.history.reader import RunDirLike
+
+DEFAULT_FLUSH_INTERVAL: Final = 0.2
+MAX_FLUSH_INTERVAL: Final = 0.5
+DEFAULT_SEGMENT_BYTES: Final = 128 << 20
+
+_encode_json: Final[Callable[[object], str]] = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False
+).encode
+
+
+@dataclass(frozen=True)
+class RecorderStats:
+    """Counts so far: events accepted by ``record()``, events written to disk, segments, JSONL bytes."""
+
+    recorded: int
+    written: int
+    segments: int
+    jsonl_bytes: int
+
+
+def encode_events(events: Iterable[Event], first_index: int) -> bytes:
+    """JSON Lines for ``events``, numbered from ``first_index``; ``null`` fields are omitted."""
+    lines: list[str] = []
+    index = first_index
+    for event in events:
+        row: dict[str, object] = {"index": index}
+        for name, value in event.to_row().items():
+            if value is not None:
+                row[name] = value
+        lines.append(_encode_json(row))
+        index += 1
+    if not lines:
+        return b""
+    lines.append("")
+    # A lone surrogate (undecodable bytes smuggled into a str) would make the line invalid UTF-8.
+    return "\n".join(lines).encode("utf-8", "replace")
+
+
+class Recorder:
+    """Append-only, crash-tolerant history writer for one run directory (one live writer per dir).
+
+    Use as a context manager, or call :meth:`close`. Any thread may call :meth:`record`.
+
+    :param run_dir: the run directory; files go under ``<run_dir>/history/`` (created).
+    :param run_id: every recorded event must carry this run id.
+    :param flush_interval: seconds between background flushes, in (0, 0.5].
+    :param segment_max_bytes: start a new JSONL segment after this many bytes.
+    :param fsync: fsync after every flush (power-loss durability); default only survives process kill.
+    :param keep_jsonl: keep the JSONL segments after the Parquet file is written.
+    :raises HistoryError: the run dir already holds a history, or another writer holds it.
+    """
+
+    def __init__(
+        self,
+        run_dir: RunDirLike,
+        run_id: str,
+        *,
+        flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+        segment_max_bytes: int = DEFAULT_SEGMENT_BYTES,
+        fsync: bool = False,
+        keep_jsonl: bool = False,
+    ) -> None:
+        _check_name(self, "run_id", run_id)
+        if not 0 < flush_interval <= MAX_FLUSH_INTERVAL:
+            raise HistoryError(f"Recorder.flush_interval: expected seconds in (0, {MAX_FLUSH_INTERVAL}] so "
+                               f"that a killed run keeps all but its last second; got {flush_interval!r}")
+        if type(segment_max_bytes) is not int or segment_max_bytes < 4096:
+            raise HistoryError(f"Recorder.segment_max_bytes: expected an int >= 4096; got {segment_max_bytes!r}")
+        self._rd = RunDir.of(run_dir)
+        self._run_id = run_id
+        self._interval = flush_interval
+        self._segment_max = segment_max_bytes
+        self._fsync = fsync
+        self._keep_jsonl = keep_jsonl
+
+        self._lock = threading.Lock()  # guards _pending, _next_index, _closed
+        self._write_lock = threading.Lock()  # serialises batches to the file, in index order
+        self._pending: list[Event] = []
+        self._next_index = 0  # index of the first event in _pending
+        self._written = 0
+        self._closed = False
+        self._failure: BaseException | None = None
+        self._parquet: Path | None = None
+
+        self._writer_lock = WriterLock(self._rd)
+        try:
+            if self._rd.has_history():
+                raise HistoryError(
+                    f"{self._rd.history_dir} already holds a history; give each run a fresh run dir "
+                    f"(or read this one with read_history / compact_history)"
+                )
+            self._segment = 0
+            self._segment_count = 0
+            self._segment_bytes = 0
+            self._header_bytes = 0
+            self._jsonl_bytes = 0
+            self._fd = -1
+            self._open_segment()
+            fsync_dir(self._rd.history_dir)
+        except BaseException:
+            self._writer_lock.release()
+            raise
+
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._flush_loop, name=f"history-flusher-{run_id}", daemon=True)
+        self._thread.start()
+        # A program that exits without close() still gets its pending events onto disk.
+        ref = weakref.ref(self)
+
+        def flush_at_exit() -> None:
+            recorder = ref()
+            if recorder is not None:
+                recorder._flush_at_exit()
+
+        self._atexit = flush_at_exit
+        atexit.register(flush_at_exit)
+
+    # ---- public API ------------------------------------------------------------------------------
+
+    @property
+    def run_id(self) -> str:
+        """The run id every event must carry."""
+        return self._run_id
+
+    @property
+    def run_dir(self) -> RunDir:
+        """Paths of this run's history files."""
+        return self._rd
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has started."""
+        return self._closed
+
+    def record(self, event: Event) -> None:
+        """Append one event. Cheap and thread-safe; the flusher writes it to disk within ``flush_interval``.
+
+        :raises HistoryError: after close, if the background writer failed, or for another run's event.
+        """
+        if not isinstance(event, Event) or event.run_id != self._run_id:
+            self._reject(event)
+        with self._lock:
+            if self._closed or self._failure is not None:
+                self._raise_unusable()
+            self._pending.append(event)
+
+    def record_many(self, events: Iterable[Event]) -> None:
+        """Append several events, consecutively in record order."""
+        batch = list(events)
+        for event in batch:
+            if not isinstance(event, Event) or event.run_id != self._run_id:
+                self._reject(event)
+        with self._lock:
+            if self._closed or self._failure is not None:
+                self._raise_unusable()
+            self._pending.extend(batch)
+
+    def flush(self) -> None:
+        """Write every event recorded so far to disk now (and fsync if configured)."""
+        self._drain()
+        if self._failure is not None:
+            raise HistoryError(f"the history writer failed: {self._failure}") from self._failure
+
+    def stats(self) -> RecorderStats:
+        """Counts so far."""
+        with self._lock:
+            recorded = self._next_index + len(self._pending)
+        return RecorderStats(recorded, self._written, self._segment_count, self._jsonl_bytes)
+
+    def close(self) -> Path:
+        """Flush, stop the flusher, roll the segments into ``history/events.parquet``; returns its path.
+
+        Idempotent. If the Parquet file cannot be written the JSONL segments stay, the error is raised,
+        and :func:`compact_history` can retry later.
+        """
+        with self._lock:
+            if self._closed:
+                if self._parquet is None:
+                    raise HistoryError(f"the recorder for {self._rd.path} failed to close earlier; "
+                                       f"run compact_history on it")
+                return self._parquet
+            self._closed = True
+        atexit.unregister(self._atexit)
+        try:
+            self._stop.set()
+            self._thread.join()
+            self._drain()  # record() refuses new events now, so this is the last batch
+            try:
+                self._close_segment()
+            except OSError as exc:
+                self._failure = self._failure or exc
+            if self._failure is not None:
+                raise HistoryError(
+                    f"the history writer failed; events after index {self._written} were lost: {self._failure}"
+                ) from self._failure
+            self._parquet = compact_locked(self._rd, keep_jsonl=self._keep_jsonl)
+            return self._parquet
+        finally:
+            self._writer_lock.release()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ---- internals -------------------------------------------------------------------------------
+
+    def _reject(self, event: object) -> None:
+        if not isinstance(event, Event):
+            raise HistoryError(f"Recorder.record: expected an Event (SendInvoke, Delivery, ...); got {event!r}")
+        raise HistoryError(
+            f"Recorder.record: event run_id {event.run_id!r} differs from this recorder's {self._run_id!r}"
+        )
+
+    def _raise_unusable(self) -> None:
+        if self._failure is not None:
+            raise HistoryError(f"the history writer failed; nothing more can be recorded: "
+                               f"{self._failure}") from self._failure
+        raise HistoryError(f"Recorder.record: the recorder for {self._rd.path} is closed")
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._drain()
+            if self._failure is not None:
+                return
+
+    def _flush_at_exit(self) -> None:
+        if not self._closed:
+            self._drain()
+
+    def _drain(self) -> None:
+        with self._write_lock:
+            if self._failure is not None or self._fd < 0:
+                return
+            with self._lock:
+                batch, self._pending = self._pending, []
+                first = self._next_index
+                self._next_index += len(batch)
+            if not batch:
+                return
+            try:
+                data = encode_events(batch, first)
+                if self._segment_bytes + len(data) > self._segment_max and self._segment_bytes > self._header_bytes:
+                    self._close_segment()
+                    self._segment += 1
+                    self._open_segment()
+                self._write(data)
+                if self._fsync:
+                    os.fsync(self._fd)
+                self._written = first + len(batch)
+            except BaseException as exc:  # disk full, I/O error, unencodable value: refuse from now on
+                self._failure = exc
+
+    def _open_segment(self) -> None:
+        path = self._rd.segment_path(self._segment)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._segment_bytes = 0
+        self._segment_count += 1
+        header = header_line(self._run_id, self._segment, time.time())
+        self._header_bytes = len(header)
+        self._write(header)
+
+    def _close_segment(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            os.fsync(self._fd)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        self._segment_bytes += len(data)
+        self._jsonl_bytes += len(data)

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Everything both README commands need, idempotent and quick when nothing changed:
+#   1. a Docker engine that answers (installs Debian's docker.io and starts dockerd when root on Debian);
+#   2. build tools for local images and Java 17 for Spark (Debian packages, only those missing);
+#   3. the virtualenv .venv with the pinned requirements, reinstalled only when they change.
+# Images and Spark jars are made present by `chaos images ensure` / `chaos jars ensure` (see Makefile).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+DOCKERD_LOG=${CHAOS_DOCKERD_LOG:-/var/log/chaos-harness-dockerd.log}
+PYTHON=${PYTHON:-python3.11}
+
+say() { printf '[setup] %s\n' "$*" >&2; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+
+is_root_debian() { [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; }
+
+apt_updated=0
+apt_install() {
+  is_root_debian || die "missing: $* — install them (Debian: sudo apt-get install -y $*) and rerun"
+  if [[ $apt_updated -eq 0 ]]; then
+    say "apt-get update"
+    apt-get update -qq >/dev/null
+    apt_updated=1
+  fi
+  say "apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
+
+ensure_docker() {
+  if command -v docker >/dev/null 2>&1 && engine_answers; then
+    return
+  fi
+  if ! is_root_debian; then
+    die "no Docker engine answers. Start one (e.g. 'sudo systemctl start docker', or run dockerd as root), make sure 'docker info' works for this user, then rerun"
+  fi
+  command -v dockerd >/dev/null 2>&1 || apt_install docker.io
+  command -v docker >/dev/null 2>&1 || die "docker.io is installed but the docker client is not on PATH"
+  if ! pgrep -x dockerd >/dev/null 2>&1; then
+    say "starting dockerd in the background (log: $DOCKERD_LOG)"
+    mkdir -p "$(dirname "$DOCKERD_LOG")"
+    nohup dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null &
+  fi
+  for _ in $(seq 1 60); do
+    engine_answers && { say "docker engine is up"; return; }
+    sleep 1
+  done
+  die "dockerd did not answer within 60 s; see $DOCKERD_LOG"
+}
+
+ensure_tools() {
+  local missing=()
+  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+  command -v mvn >/dev/null 2>&1 || missing+=(maven)
+  if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then missing+=(openjdk-17-jre-headless); fi
+  if [[ ${#missing[@]} -gt 0 ]]; then apt_install "${missing[@]}"; fi
+  command -v go >/dev/null 2>&1 || say "warning: Go (>= 1.23) is not on PATH; local toxiproxy/reaper images cannot be built"
+}
+
+ensure_venv() {
+  command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found; install Python 3.11 or set PYTHON=/path/to/python3.11"
+  local stamp=.venv/.chaos-setup-stamp want
+  want=$(cat requirements.lock pyproject.toml | sha256sum | cut -c1-32)
+  if [[ -f $stamp && $(cat "$stamp") == "$want" && -x .venv/bin/chaos ]]; then
+    return
+  fi
+  say "creating .venv with the pinned requirements"
+  [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -r requirements.lock
+  .venv/bin/python -m pip install -q --no-deps -e .
+  echo "$want" >"$stamp"
+}
+
+ensure_docker
+ensure_tools
+ensure_venv
+say "ready"
