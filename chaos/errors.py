@@ -61,3 +61,15 @@ class HistoryError(ChaosError):
 
 class AuditError(ChaosError):
     """The audit could not establish the facts (e.g. the topic could not be read)."""
+
+
+class ToxiproxyError(ClusterError):
+    """Toxiproxy's HTTP API refused a request or did not answer; the message carries its reply."""
+
+
+class FaultError(ChaosError):
+    """A fault could not be injected or healed; the message says which and how to clean up."""
+
+
+class PlanError(ChaosError, ValueError):
+    """A fault plan is invalid or cannot be parsed; the message names the offending step."""

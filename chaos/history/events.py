@@ -342,8 +342,7 @@ class Event:
             raise _fail(self, "ts", "wall-clock epoch seconds from time.time(); this looks like "
                         "time.monotonic(), which belongs in 'mono'", ts)
         if type(ts) is not float or not EPOCH_2000 <= ts < 1e11:
-            raise _fail(self, "ts", "wall-clock epoch seconds from time.time() (a float in [946684800, 1e11))",
-                        ts)
+            raise _fail(self, "ts", "wall-clock epoch seconds from time.time(), in [946684800, 1e11)", ts)
 
     def _validate(self) -> None:
         raise NotImplementedError
@@ -351,7 +350,8 @@ class Event:
     def to_row(self) -> dict[str, Any]:
         """This event as a JSON-ready dict: the common columns and this kind's columns (``None`` kept)."""
         row: dict[str, Any] = {
-            "run_id": self.run_id, "kind": self.kind, "ts": self.ts, "mono": self.mono, "process": self.process,
+            "run_id": self.run_id, "kind": self.kind, "ts": self.ts, "mono": self.mono,
+            "process": self.process,
         }
         tuple_items = self._tuple_items
         for name in self._columns:
@@ -380,8 +380,8 @@ class Event:
             if name in own:
                 if value is None:
                     continue  # an absent optional field: the dataclass default applies
-                item = target._tuple_items.get(name, False)
-                if item is not False:
+                if name in target._tuple_items:
+                    item = target._tuple_items[name]
                     value = tuple(item.from_dict(v) for v in value) if item is not None else tuple(value)
                 kwargs[name] = value
             elif value is not None and name not in ("kind", "index"):
@@ -476,7 +476,7 @@ class SendOutcome(Event):
         _check_int(self, "offset", self.offset, optional=True,
                    hint=" (librdkafka's -1001 means no offset: pass None)")
         if outcome != "ok" and self.offset is not None:
-            raise _fail(self, "offset", f"None for outcome {outcome!r} (only 'ok' has an offset)", self.offset)
+            raise _fail(self, "offset", f"None for outcome {outcome!r} (only 'ok' has one)", self.offset)
         if self.latency_ms is not None:
             _check_float(self, "latency_ms", optional=True)
         _check_error(self, "error", self.error, required=outcome != "ok")
@@ -619,7 +619,8 @@ class DrainEnd(Event):
         ok = self.outcome == "ok"
         _check_int(self, "low_offset", self.low_offset, optional=not ok)
         _check_int(self, "high_offset", self.high_offset, optional=not ok)
-        if self.low_offset is not None and self.high_offset is not None and self.low_offset > self.high_offset:
+        low, high = self.low_offset, self.high_offset
+        if low is not None and high is not None and low > high:
             raise _fail(self, "high_offset", f">= low_offset ({self.low_offset})", self.high_offset)
         _check_error(self, "error", self.error, required=not ok)
         _check_opt_str(self, "message", self.message)

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pa_json
-import pyarrow.parquet as pq
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.json as pa_json  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
 from chaos.errors import HistoryError
 from chaos.history.events import COMMON_COLUMNS, SCHEMA_VERSION, Event, check_kinds, kind_columns
@@ -88,7 +88,7 @@ def read_segment(path: Path) -> SegmentRead:
 
 
 def _parse_body(body: bytes, path: Path) -> pa.Table:
-    if not body.strip():
+    if not body:
         return empty_table()
     try:
         table = pa_json.read_json(

@@ -16,14 +16,15 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from json.encoder import encode_basestring
 from pathlib import Path
 from types import TracebackType
-from typing import Final
+from typing import Any, Final
 
 from chaos.errors import HistoryError
 from chaos.history.compact import compact_locked
-from chaos.history.events import Event, _check_name
+from chaos.history.events import Event, PartitionOffset, PartitionState, _check_name
 from chaos.history.files import RunDir, WriterLock, fsync_dir, header_line
 from chaos.history.reader import RunDirLike
 
@@ -36,6 +37,67 @@ _encode_json: Final[Callable[[object], str]] = json.JSONEncoder(
 ).encode
 
 
+def _encode_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _encode_tuple(value: tuple[object, ...]) -> str:
+    return _encode_json([v.to_dict() if isinstance(v, PartitionOffset | PartitionState) else v
+                         for v in value])
+
+
+_FieldEncoder = tuple[str, str, Callable[[Any], str]]
+_encoders: dict[type[Event], tuple[_FieldEncoder, ...]] = {}
+
+
+def _field_encoders(cls: type[Event]) -> tuple[_FieldEncoder, ...]:
+    """Per kind: (field, '"field":' prefix, encoder) for each of its own columns.
+
+    Values were validated at construction (exact types, finite floats), so each column can be encoded
+    by a direct C-level call instead of a generic JSON encoder walking a dict: ~2x faster per event.
+    """
+    result: list[_FieldEncoder] = []
+    for f in fields(cls):
+        if f.name in ("run_id", "process", "ts", "mono"):
+            continue
+        annotation = str(f.type)
+        encoder: Callable[[Any], str]
+        if annotation.startswith("tuple["):
+            encoder = _encode_tuple
+        elif annotation.startswith("bool"):
+            encoder = _encode_bool
+        elif annotation.startswith("int"):
+            encoder = int.__repr__
+        elif annotation.startswith("float"):
+            encoder = float.__repr__
+        else:  # str, str | None and the Literal aliases
+            encoder = encode_basestring
+        result.append((f.name, f',"{f.name}":', encoder))
+    _encoders[cls] = tuple(result)
+    return _encoders[cls]
+
+
+def encode_events(events: Iterable[Event], first_index: int) -> bytes:
+    """JSON Lines for ``events``, numbered from ``first_index``; ``null`` fields are omitted."""
+    parts: list[str] = []
+    append = parts.append
+    index = first_index
+    for event in events:
+        cls = type(event)
+        encoders = _encoders.get(cls) or _field_encoders(cls)
+        append(f'{{"index":{index},"run_id":"{event.run_id}","kind":"{cls.kind}","ts":{event.ts!r},'
+               f'"mono":{event.mono!r},"process":"{event.process}"')  # names are validated: no escaping
+        for name, prefix, encoder in encoders:
+            value = getattr(event, name)
+            if value is not None:
+                append(prefix)
+                append(encoder(value))
+        append("}\n")
+        index += 1
+    # A lone surrogate (undecodable bytes smuggled into a str) would make the line invalid UTF-8.
+    return "".join(parts).encode("utf-8", "replace")
+
+
 @dataclass(frozen=True)
 class RecorderStats:
     """Counts so far: events accepted by ``record()``, events written to disk, segments, JSONL bytes."""
@@ -44,24 +106,6 @@ class RecorderStats:
     written: int
     segments: int
     jsonl_bytes: int
-
-
-def encode_events(events: Iterable[Event], first_index: int) -> bytes:
-    """JSON Lines for ``events``, numbered from ``first_index``; ``null`` fields are omitted."""
-    lines: list[str] = []
-    index = first_index
-    for event in events:
-        row: dict[str, object] = {"index": index}
-        for name, value in event.to_row().items():
-            if value is not None:
-                row[name] = value
-        lines.append(_encode_json(row))
-        index += 1
-    if not lines:
-        return b""
-    lines.append("")
-    # A lone surrogate (undecodable bytes smuggled into a str) would make the line invalid UTF-8.
-    return "\n".join(lines).encode("utf-8", "replace")
 
 
 class Recorder:
@@ -93,7 +137,9 @@ class Recorder:
             raise HistoryError(f"Recorder.flush_interval: expected seconds in (0, {MAX_FLUSH_INTERVAL}] so "
                                f"that a killed run keeps all but its last second; got {flush_interval!r}")
         if type(segment_max_bytes) is not int or segment_max_bytes < 4096:
-            raise HistoryError(f"Recorder.segment_max_bytes: expected an int >= 4096; got {segment_max_bytes!r}")
+            raise HistoryError(
+                f"Recorder.segment_max_bytes: expected an int >= 4096; got {segment_max_bytes!r}"
+            )
         self._rd = RunDir.of(run_dir)
         self._run_id = run_id
         self._interval = flush_interval
@@ -130,7 +176,9 @@ class Recorder:
             raise
 
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._flush_loop, name=f"history-flusher-{run_id}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._flush_loop, name=f"history-flusher-{run_id}", daemon=True
+        )
         self._thread.start()
         # A program that exits without close() still gets its pending events onto disk.
         ref = weakref.ref(self)
@@ -219,7 +267,8 @@ class Recorder:
                 self._failure = self._failure or exc
             if self._failure is not None:
                 raise HistoryError(
-                    f"the history writer failed; events after index {self._written} were lost: {self._failure}"
+                    f"the history writer failed; events from index {self._written} on were lost: "
+                    f"{self._failure}"
                 ) from self._failure
             self._parquet = compact_locked(self._rd, keep_jsonl=self._keep_jsonl)
             return self._parquet
@@ -238,7 +287,9 @@ class Recorder:
 
     def _reject(self, event: object) -> None:
         if not isinstance(event, Event):
-            raise HistoryError(f"Recorder.record: expected an Event (SendInvoke, Delivery, ...); got {event!r}")
+            raise HistoryError(
+                f"Recorder.record: expected an Event (SendInvoke, Delivery, ...); got {event!r}"
+            )
         raise HistoryError(
             f"Recorder.record: event run_id {event.run_id!r} differs from this recorder's {self._run_id!r}"
         )
@@ -271,7 +322,8 @@ class Recorder:
                 return
             try:
                 data = encode_events(batch, first)
-                if self._segment_bytes + len(data) > self._segment_max and self._segment_bytes > self._header_bytes:
+                segment_has_events = self._segment_bytes > self._header_bytes
+                if segment_has_events and self._segment_bytes + len(data) > self._segment_max:
                     self._close_segment()
                     self._segment += 1
                     self._open_segment()

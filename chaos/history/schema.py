@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
 from chaos.history.events import COMMON_COLUMNS, EVENT_TYPES, SCHEMA_VERSION
 

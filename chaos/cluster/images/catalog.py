@@ -36,7 +36,8 @@ class Source(enum.StrEnum):
         except ValueError:
             choices = ", ".join(s.value for s in cls)
             raise ConfigError(
-                f"image source {raw!r} is not one of {choices} (set {ENV_SOURCE} or --images)"
+                f"image source {raw!r} is not one of {choices} "
+                f"(set {ENV_SOURCE}, or pass --source / --chaos-images)"
             ) from None
 
 

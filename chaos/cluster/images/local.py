@@ -159,14 +159,17 @@ def _log_path(image: LocalImage, what: str) -> Path:
     return cache_dir() / "logs" / f"{image.name}-{what}.log"
 
 
-def debian_mirror() -> str:
-    """The Debian mirror this machine's apt uses (``$CHAOS_DEBIAN_MIRROR`` overrides)."""
+def debian_mirror(apt_dir: Path = Path("/etc/apt")) -> str:
+    """The Debian mirror this machine's apt uses (``$CHAOS_DEBIAN_MIRROR`` overrides).
+
+    Reads one-line ``deb URI suite ...`` entries and deb822 ``URIs:`` fields; the first URI whose path
+    ends in ``/debian`` (not ``/debian-security``) wins.
+    """
     override = os.environ.get("CHAOS_DEBIAN_MIRROR")
     if override:
         return override
     candidates: list[str] = []
-    apt = Path("/etc/apt")
-    for path in [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*"))]:
+    for path in [apt_dir / "sources.list", *sorted((apt_dir / "sources.list.d").glob("*"))]:
         if not path.is_file() or path.suffix not in {"", ".list", ".sources"}:
             continue
         text = path.read_text(errors="replace")
@@ -176,7 +179,7 @@ def debian_mirror() -> str:
         if uri.rstrip("/").endswith("/debian"):
             return uri
     raise ToolMissing(
-        "no Debian mirror found in /etc/apt/sources.list*",
+        f"no Debian mirror found in {apt_dir}/sources.list*",
         "set CHAOS_DEBIAN_MIRROR to a Debian mirror URL (or use CHAOS_IMAGES=official)",
     )
 

@@ -1,0 +1,76 @@
+"""The local Kafka image's entry point renders KAFKA_* variables like the official image does.
+
+The script runs on the host with a stand-in ``java`` that records its arguments, so the conversion and
+the launch command are checked without a container.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from chaos.cluster.images.local import CONTEXT_DIR
+
+RUN = CONTEXT_DIR / "kafka" / "run"
+
+
+def _run(tmp_path: Path, env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "java-calls"
+    fake_java = bin_dir / "java"
+    fake_java.write_text(f'#!/bin/bash\nprintf "%s\\n" "$*" >> {calls}\n')
+    fake_java.chmod(0o755)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_") and k != "CLUSTER_ID"}
+    base.update(PATH=f"{bin_dir}:{os.environ['PATH']}", CHAOS_KAFKA_CONFIG_DIR=str(tmp_path / "config"))
+    subprocess.run(["bash", str(RUN)], env={**base, **env}, check=True, capture_output=True, timeout=30)
+    lines = (tmp_path / "config" / "server.properties").read_text().splitlines()
+    properties = dict(line.split("=", 1) for line in lines)
+    return properties, calls.read_text().splitlines()
+
+
+def test_names_convert_like_the_official_image(tmp_path: Path) -> None:
+    properties, _ = _run(
+        tmp_path,
+        {
+            "KAFKA_NODE_ID": "3",
+            "KAFKA_REPLICA_LAG_TIME_MAX_MS": "4000",
+            "KAFKA_SOME__UNDERSCORED": "u",
+            "KAFKA_WITH___DASH": "d",
+            "KAFKA_LISTENERS": "PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093",
+        },
+    )
+    assert properties["node.id"] == "3"
+    assert properties["replica.lag.time.max.ms"] == "4000"
+    assert properties["some_underscored"] == "u"
+    assert properties["with-dash"] == "d"
+    assert properties["listeners"] == "PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093"
+    # an unset variable still takes the official image's default
+    assert properties["advertised.listeners"] == "PLAINTEXT://localhost:29092,PLAINTEXT_HOST://localhost:9092"
+
+
+def test_jvm_options_are_not_properties_and_reach_the_jvm(tmp_path: Path) -> None:
+    properties, calls = _run(tmp_path, {"KAFKA_HEAP_OPTS": "-Xmx256m -Xms256m", "KAFKA_OPTS": "-Dx=1"})
+    assert not any(key.startswith(("heap", "opts")) for key in properties)
+    format_call, launch_call = calls
+    assert "kafka.tools.StorageTool format" in format_call
+    assert "--ignore-formatted" in format_call
+    assert launch_call.startswith("-Xmx256m -Xms256m -server")
+    assert "-Dx=1" in launch_call
+    assert launch_call.endswith("kafka.Kafka " + str(tmp_path / "config" / "server.properties"))
+
+
+def test_defaults_give_a_single_combined_node(tmp_path: Path) -> None:
+    properties, calls = _run(tmp_path, {})
+    assert properties["process.roles"] == "broker,controller"
+    assert properties["controller.quorum.voters"] == "1@localhost:29093"
+    assert "--cluster-id 5L6g3nShT-eMCtK--X86sw" in calls[0]
+
+
+@pytest.mark.parametrize("cluster_id", ["MkU3OEVBNTcwNTJENDM2Qk"])
+def test_cluster_id_is_passed_to_the_formatter(tmp_path: Path, cluster_id: str) -> None:
+    _, calls = _run(tmp_path, {"CLUSTER_ID": cluster_id})
+    assert f"--cluster-id {cluster_id}" in calls[0]
