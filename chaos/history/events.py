@@ -6,22 +6,18 @@ clocks default to "now", taken when the event object is built. ``kind`` is a cla
 
 Kinds (``EVENT_TYPES`` maps the name to the class):
 
-=================  ==================  ===========================================================
-kind               class               what it records
-=================  ==================  ===========================================================
-``send_invoke``    :class:`SendInvoke`   a producer is about to send one unique value
-``send_outcome``   :class:`SendOutcome`  the one terminal outcome of a send: ok / fail / info
-``delivery``       :class:`Delivery`     a record delivered to a consumer-group member
-``commit``         :class:`Commit`       an offset commit and its result
-``rebalance``      :class:`Rebalance`    an assign / revoke / lost callback
-``drain_read``     :class:`DrainRead`    a record read by the final drain (apart from the group)
-``drain_end``      :class:`DrainEnd`     the final drain finished (or gave up on) one partition
-``fault``          :class:`FaultEvent`   a fault injected or healed
-``cluster_state``  :class:`ClusterSample`  a sample of controller, leaders, ISR, group state
-``client_log``     :class:`ClientLog`    a client error callback or log line
-``probe_call``     :class:`ProbeCall`    one timed client call (list_offsets, metadata, poll…)
-``txn``            :class:`TxnMarker`    a transaction begin / commit / abort
-=================  ==================  ===========================================================
+- ``send_invoke`` (:class:`SendInvoke`): a producer is about to send one unique value;
+- ``send_outcome`` (:class:`SendOutcome`): the one terminal outcome of a send: ok / fail / info;
+- ``delivery`` (:class:`Delivery`): a record delivered to a consumer-group member;
+- ``commit`` (:class:`Commit`): an offset commit and its result;
+- ``rebalance`` (:class:`Rebalance`): an assign / revoke / lost callback;
+- ``drain_read`` (:class:`DrainRead`): a record read by the final drain (apart from the group);
+- ``drain_end`` (:class:`DrainEnd`): the final drain finished (or gave up on) one partition;
+- ``fault`` (:class:`FaultEvent`): a fault injected or healed;
+- ``cluster_state`` (:class:`ClusterSample`): controller, leaders, ISR, group state;
+- ``client_log`` (:class:`ClientLog`): a client error callback or log line;
+- ``probe_call`` (:class:`ProbeCall`): one timed client call (list_offsets, metadata, poll…);
+- ``txn`` (:class:`TxnMarker`): a transaction begin / commit / abort.
 
 Outcomes follow Jepsen: ``ok`` (it happened), ``fail`` (it definitely did not), ``info`` (unknown: it may
 or may not have happened — e.g. ``_MSG_TIMED_OUT``). Error fields hold an error *code name*
@@ -115,7 +111,7 @@ def parse_value_id(value_id: str) -> tuple[str, str, int]:
 
 
 def _check_name(owner: object, name: str, value: object) -> None:
-    if value in _known_names:
+    if type(value) is str and value in _known_names:
         return
     if type(value) is not str or _NAME_RE.fullmatch(value) is None:
         raise _fail(owner, name, "a name of 1-128 characters [A-Za-z0-9_.-] starting alphanumeric", value)
@@ -124,7 +120,7 @@ def _check_name(owner: object, name: str, value: object) -> None:
 
 
 def _check_topic(owner: object, name: str, value: object) -> None:
-    if value in _known_topics:
+    if type(value) is str and value in _known_topics:
         return
     if type(value) is not str or _TOPIC_RE.fullmatch(value) is None:
         raise _fail(owner, name, "a Kafka topic name (1-249 characters of [A-Za-z0-9._-])", value)

@@ -7,7 +7,8 @@ Layout (``<run_dir>/history/``):
   every further line is one event (:meth:`Event.to_row` plus ``index``, ``null`` fields omitted).
 - ``events.parquet`` — the whole history, written on close (or by :func:`compact_history` after a crash)
   through ``events.parquet.tmp`` and an atomic rename; the segments are deleted only after that.
-- ``.writer.lock`` — ``flock``-ed by the one live writer; the kernel releases it when the writer dies.
+- ``.writer.lock`` — ``flock``-ed by the one live writer (the kernel releases it when the writer dies);
+  the file itself stays after close.
 """
 
 from __future__ import annotations
@@ -107,14 +108,12 @@ class WriterLock:
         os.write(self._fd, f"{os.getpid()}\n".encode())
 
     def release(self) -> None:
-        """Delete the lock file and drop the lock (idempotent)."""
+        """Drop the lock (idempotent). The file stays: unlinking it could let two later writers lock two
+        different inodes of the same path."""
         if self._fd is None:
             return
-        try:
-            self._path.unlink(missing_ok=True)
-        finally:
-            os.close(self._fd)  # closing drops the flock
-            self._fd = None
+        os.close(self._fd)  # closing drops the flock
+        self._fd = None
 
 
 def header_line(run_id: str, segment: int, created_ts: float) -> bytes:

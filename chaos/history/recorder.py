@@ -5,6 +5,10 @@ the list into JSON Lines every ``flush_interval`` seconds and hands them to the 
 Data the kernel holds survives a SIGKILL of this process, so a killed run loses at most the events
 recorded in the last ``flush_interval`` plus the time one batch takes to write (well under a second).
 ``fsync=True`` also makes each batch survive a power loss, at a cost.
+
+If threads record faster than the flusher writes, the backlog (and what a kill would lose) would grow
+without bound; past ``backlog_limit`` pending events the recording thread writes the batch itself, which
+bounds both and slows the producers of events down to the speed of the disk writer.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from chaos.history.reader import RunDirLike
 DEFAULT_FLUSH_INTERVAL: Final = 0.2
 MAX_FLUSH_INTERVAL: Final = 0.5
 DEFAULT_SEGMENT_BYTES: Final = 128 << 20
+DEFAULT_BACKLOG_LIMIT: Final = 20_000  # ~0.1 s of encoding on a slow core
 
 _encode_json: Final[Callable[[object], str]] = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False
@@ -119,6 +124,7 @@ class Recorder:
     :param segment_max_bytes: start a new JSONL segment after this many bytes.
     :param fsync: fsync after every flush (power-loss durability); default only survives process kill.
     :param keep_jsonl: keep the JSONL segments after the Parquet file is written.
+    :param backlog_limit: pending events above which ``record()`` writes the batch in the caller's thread.
     :raises HistoryError: the run dir already holds a history, or another writer holds it.
     """
 
@@ -131,6 +137,7 @@ class Recorder:
         segment_max_bytes: int = DEFAULT_SEGMENT_BYTES,
         fsync: bool = False,
         keep_jsonl: bool = False,
+        backlog_limit: int = DEFAULT_BACKLOG_LIMIT,
     ) -> None:
         _check_name(self, "run_id", run_id)
         if not 0 < flush_interval <= MAX_FLUSH_INTERVAL:
@@ -140,8 +147,11 @@ class Recorder:
             raise HistoryError(
                 f"Recorder.segment_max_bytes: expected an int >= 4096; got {segment_max_bytes!r}"
             )
+        if type(backlog_limit) is not int or backlog_limit < 1:
+            raise HistoryError(f"Recorder.backlog_limit: expected an int >= 1; got {backlog_limit!r}")
         self._rd = RunDir.of(run_dir)
         self._run_id = run_id
+        self._backlog_limit = backlog_limit
         self._interval = flush_interval
         self._segment_max = segment_max_bytes
         self._fsync = fsync
@@ -149,6 +159,8 @@ class Recorder:
 
         self._lock = threading.Lock()  # guards _pending, _next_index, _closed
         self._write_lock = threading.Lock()  # serialises batches to the file, in index order
+        self._close_lock = threading.Lock()  # a second close() waits for the first, then returns its result
+        self._close_started = False
         self._pending: list[Event] = []
         self._next_index = 0  # index of the first event in _pending
         self._written = 0
@@ -219,6 +231,9 @@ class Recorder:
             if self._closed or self._failure is not None:
                 self._raise_unusable()
             self._pending.append(event)
+            backlog = len(self._pending)
+        if backlog >= self._backlog_limit:
+            self._drain()
 
     def record_many(self, events: Iterable[Event]) -> None:
         """Append several events, consecutively in record order."""
@@ -230,6 +245,9 @@ class Recorder:
             if self._closed or self._failure is not None:
                 self._raise_unusable()
             self._pending.extend(batch)
+            backlog = len(self._pending)
+        if backlog >= self._backlog_limit:
+            self._drain()
 
     def flush(self) -> None:
         """Write every event recorded so far to disk now (and fsync if configured)."""
@@ -249,14 +267,19 @@ class Recorder:
         Idempotent. If the Parquet file cannot be written the JSONL segments stay, the error is raised,
         and :func:`compact_history` can retry later.
         """
-        with self._lock:
-            if self._closed:
+        with self._close_lock:
+            if self._close_started:
                 if self._parquet is None:
                     raise HistoryError(f"the recorder for {self._rd.path} failed to close earlier; "
                                        f"run compact_history on it")
                 return self._parquet
-            self._closed = True
-        atexit.unregister(self._atexit)
+            self._close_started = True
+            with self._lock:
+                self._closed = True
+            atexit.unregister(self._atexit)
+            return self._close()
+
+    def _close(self) -> Path:
         try:
             self._stop.set()
             self._thread.join()
