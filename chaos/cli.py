@@ -38,7 +38,9 @@ def images_list() -> None:
     """Show every image: its official reference, local tag, and what is present."""
     from chaos.cluster.images import image_status
 
-    table = Table("image", "official", "present", "local tag", "local build")
+    table = Table()
+    for header in ("image", "official", "present", "local tag", "local build"):
+        table.add_column(header, overflow="fold")
     for row in image_status():
         table.add_row(
             row.name,

@@ -73,3 +73,7 @@ class FaultError(ChaosError):
 
 class PlanError(ChaosError, ValueError):
     """A fault plan is invalid or cannot be parsed; the message names the offending step."""
+
+
+class WorkloadError(ChaosError):
+    """A workload (producer, consumer member, reader, drain, sampler) was misused or could not run."""

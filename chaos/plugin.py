@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import re
+import secrets
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
+    from chaos.cluster.cluster import KafkaCluster
+    from chaos.cluster.config import ClusterConfig
     from chaos.cluster.images import ImageSet
+    from chaos.faults.nemesis import Nemesis
+
+_RUN_IDS = pytest.StashKey[list[str]]()
+_REPORT = pytest.StashKey[dict[str, pytest.TestReport]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,12 +34,66 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Directory for run artifacts and reports (default: $CHAOS_REPORT_DIR, else reports/).",
     )
+    group.addoption(
+        "--chaos-profile",
+        choices=("ci", "faithful"),
+        default="ci",
+        help="Broker timeouts: ci shortens detection timeouts (see docs/cluster.md); faithful keeps Kafka's.",
+    )
+    group.addoption(
+        "--chaos-brokers", type=int, default=3, help="Brokers in the session's cluster (3..5, default 3)."
+    )
+    group.addoption(
+        "--kafka-version",
+        default=None,
+        help="Kafka version of the cluster; only the pinned version (chaos/versions.py) is accepted for now.",
+    )
+    group.addoption(
+        "--chaos-seed",
+        type=int,
+        default=None,
+        help="Seed of fault plans (default: $CHAOS_SEED, else a random one printed in the header).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "chaos: a chaos scenario on a real Kafka cluster (run with -m chaos).")
     config.addinivalue_line("markers", "smoke: a quick end-to-end check of images, clients and Spark.")
     config.addinivalue_line("markers", "integration: needs a Docker engine and the harness's images.")
+    config.stash[_RUN_IDS] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report: pytest.TestReport = yield
+    item.stash.setdefault(_REPORT, {})[report.when] = report
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session when a cluster of this session left a labelled container or network behind."""
+    run_ids = session.config.stash.get(_RUN_IDS, [])
+    if not run_ids:
+        return
+    from chaos.cluster.engine import LABEL, docker_client
+    from chaos.cluster.sweep import sweep
+
+    client = docker_client()
+    leaked = []
+    for run_id in run_ids:
+        selector = {"label": f"{LABEL}={run_id}"}
+        leaked += [c.name for c in client.containers.list(all=True, filters=selector)]
+        leaked += [n.name for n in client.networks.list(filters=selector)]
+        sweep(run_id)
+    if leaked:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                f"chaos: resources left behind (now swept): {', '.join(sorted(leaked))}", red=True
+            )
 
 
 @pytest.fixture(scope="session")
@@ -60,3 +123,117 @@ def spark_session() -> Iterator[object]:
     session = start()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def chaos_seed(pytestconfig: pytest.Config) -> int:
+    """The session's seed for fault plans (--chaos-seed, $CHAOS_SEED, else random; always printed)."""
+    option = pytestconfig.getoption("--chaos-seed")
+    seed = option if option is not None else int(os.environ.get("CHAOS_SEED") or secrets.randbelow(2**31))
+    print(f"chaos seed: {seed}")
+    return int(seed)
+
+
+@pytest.fixture(scope="session")
+def chaos_cluster_config(pytestconfig: pytest.Config) -> ClusterConfig:
+    """The session cluster's configuration, from --chaos-profile, --chaos-brokers and --kafka-version."""
+    from chaos import versions
+    from chaos.cluster.config import ClusterConfig
+
+    return ClusterConfig(
+        brokers=pytestconfig.getoption("--chaos-brokers"),
+        profile=pytestconfig.getoption("--chaos-profile"),
+        kafka_version=pytestconfig.getoption("--kafka-version") or versions.KAFKA_VERSION,
+    )
+
+
+class _ClusterHolder:
+    """The session's cluster; replaced by a fresh one when a test leaves it unhealthy."""
+
+    def __init__(self, images: ImageSet, config: ClusterConfig, root: Path, run_ids: list[str]) -> None:
+        self.images = images
+        self.config = config
+        self.root = root
+        self.run_ids = run_ids
+        self.cluster: KafkaCluster | None = None
+
+    def get(self) -> KafkaCluster:
+        if self.cluster is None:
+            from chaos.cluster.cluster import KafkaCluster
+
+            cluster = KafkaCluster(self.images, self.config)
+            cluster.run_dir = self.root / f"cluster-{cluster.run_id}"
+            self.run_ids.append(cluster.run_id)
+            cluster.start()
+            print(f"chaos cluster {cluster.run_id} ready in {cluster.start_duration_s:.1f} s")
+            self.cluster = cluster
+        return self.cluster
+
+    def discard(self) -> None:
+        if self.cluster is not None:
+            cluster, self.cluster = self.cluster, None
+            cluster.close()
+
+
+@pytest.fixture(scope="session")
+def _chaos_cluster_holder(
+    pytestconfig: pytest.Config,
+    chaos_images: ImageSet,
+    chaos_cluster_config: ClusterConfig,
+    chaos_report_dir: Path,
+) -> Iterator[_ClusterHolder]:
+    holder = _ClusterHolder(
+        chaos_images, chaos_cluster_config, chaos_report_dir, pytestconfig.stash[_RUN_IDS]
+    )
+    try:
+        yield holder
+    finally:
+        holder.discard()
+
+
+@pytest.fixture
+def kafka_cluster(
+    request: pytest.FixtureRequest, _chaos_cluster_holder: _ClusterHolder, run_dir: Path
+) -> Iterator[KafkaCluster]:
+    """The session's cluster (started once, reused). After each test: every fault healed, the topics the
+    test created deleted, and every ISR full — else the cluster is rebuilt for the next test."""
+    from chaos.faults.heal import heal_all
+
+    cluster = _chaos_cluster_holder.get()
+    before = cluster.topics()
+    try:
+        yield cluster
+    finally:
+        report = request.node.stash.get(_REPORT, {}).get("call")
+        if report is not None and report.failed:
+            cluster.capture_logs(run_dir / "logs")
+        try:
+            heal_all(cluster)
+            cluster.delete_topics(sorted(cluster.topics() - before))
+            cluster.wait_healthy(60)
+        except Exception as exc:
+            print(
+                f"chaos: cluster {cluster.run_id} unhealthy after {request.node.nodeid} ({exc}); rebuilding"
+            )
+            _chaos_cluster_holder.discard()
+
+
+@pytest.fixture
+def nemesis(kafka_cluster: KafkaCluster) -> Iterator[Nemesis]:
+    """A nemesis on the session cluster; stopped and everything healed when the test ends."""
+    from chaos.faults.nemesis import Nemesis
+
+    running = Nemesis(kafka_cluster)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def run_dir(request: pytest.FixtureRequest, chaos_report_dir: Path) -> Path:
+    """This test's artifact directory under the report dir (created empty of nothing; kept after)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid).strip("_")[:150]
+    path = chaos_report_dir / "tests" / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -64,6 +64,9 @@ RESERVED_PROPERTIES = frozenset(
         "controller.quorum.bootstrap.servers",
     }
 )
+# C1 only and the serial collector: a broker starts with less CPU on a 2-core machine; the throughput a
+# chaos test needs is tiny.
+DEFAULT_JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
 _HEAP = re.compile(r"^\d+[mMgG]$")
 
 
@@ -85,18 +88,23 @@ class ClusterConfig:
     kafka_version: str = versions.KAFKA_VERSION
     broker_overrides: Mapping[str, str] = field(default_factory=dict)
     heap: str = "448m"
+    jvm_opts: str = DEFAULT_JVM_OPTS
     start_timeout_s: float = 120.0
 
     def __post_init__(self) -> None:
         if isinstance(self.brokers, bool) or not isinstance(self.brokers, int):
-            raise ConfigError(f"brokers must be an int from {MIN_BROKERS} to {MAX_BROKERS}, not {self.brokers!r}")
+            raise ConfigError(
+                f"brokers must be an int from {MIN_BROKERS} to {MAX_BROKERS}, not {self.brokers!r}"
+            )
         if not MIN_BROKERS <= self.brokers <= MAX_BROKERS:
             raise ConfigError(
-                f"brokers={self.brokers} is out of range: a quorum with faults needs {MIN_BROKERS}..{MAX_BROKERS} "
-                f"brokers (pass e.g. --chaos-brokers 3)"
+                f"brokers={self.brokers} is out of range: a quorum with faults needs "
+                f"{MIN_BROKERS}..{MAX_BROKERS} brokers (pass e.g. --chaos-brokers 3)"
             )
         if self.profile not in PROFILES:
-            raise ConfigError(f"profile {self.profile!r} is not one of {', '.join(PROFILES)} (--chaos-profile)")
+            raise ConfigError(
+                f"profile {self.profile!r} is not one of {', '.join(PROFILES)} (--chaos-profile)"
+            )
         if self.kafka_version != versions.KAFKA_VERSION:
             raise ConfigError(
                 f"kafka_version {self.kafka_version!r} is not supported yet: only the pinned "
@@ -106,7 +114,8 @@ class ClusterConfig:
         for key, value in self.broker_overrides.items():
             if not isinstance(key, str) or not _PROPERTY.match(key):
                 raise ConfigError(
-                    f"broker override key {key!r} is not a Kafka property name (e.g. 'replica.lag.time.max.ms')"
+                    f"broker override key {key!r} is not a Kafka property name "
+                    "(e.g. 'replica.lag.time.max.ms')"
                 )
             if key in RESERVED_PROPERTIES:
                 raise ConfigError(
@@ -142,7 +151,7 @@ class ClusterConfig:
         return _frozen(merged)
 
     def detection_timeout_s(self, key: str, default_ms: int) -> float:
-        """A broker timeout in seconds as this config sets it (``default_ms`` when Kafka's default applies)."""
+        """A broker timeout in seconds as configured (``default_ms`` when Kafka's default applies)."""
         return int(self.broker_config().get(key, str(default_ms))) / 1000.0
 
 

@@ -80,7 +80,13 @@ class Toxiproxy:
         self._call("POST", f"/proxies/{proxy}", {"enabled": enabled})
 
     def add_toxic(
-        self, proxy: str, name: str, kind: str, stream: Stream, attributes: dict[str, int], toxicity: float = 1.0
+        self,
+        proxy: str,
+        name: str,
+        kind: str,
+        stream: Stream,
+        attributes: dict[str, int],
+        toxicity: float = 1.0,
     ) -> None:
         self._call(
             "POST",

@@ -123,3 +123,119 @@ def quorum_leader(host: str, port: int, timeout_s: float = 5.0) -> int:
     if partition_error:
         raise ClusterError(f"DescribeQuorum via {host}:{port}: partition error code {partition_error}")
     return int(leader)
+
+
+_METADATA = 3
+_METADATA_VERSION = 4
+
+
+@dataclass(frozen=True)
+class WirePartition:
+    topic: str
+    partition: int
+    error: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class WireMetadata:
+    """A Metadata v4 answer from one broker: its view of the brokers (as advertised) and the partitions."""
+
+    brokers: tuple[tuple[int, str, int], ...]
+    partitions: tuple[WirePartition, ...]
+    topic_errors: tuple[tuple[str, int], ...]
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: str) -> tuple[int, ...]:
+        values = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return tuple(int(v) for v in values)
+
+    def string(self) -> str | None:
+        (size,) = self.take(">h")
+        if size < 0:
+            return None
+        raw = self.data[self.pos : self.pos + size]
+        self.pos += size
+        return raw.decode()
+
+    def int_array(self) -> tuple[int, ...]:
+        (count,) = self.take(">i")
+        return self.take(f">{max(count, 0)}i") if count > 0 else ()
+
+
+def metadata(host: str, port: int, topics: list[str] | None = None, timeout_s: float = 5.0) -> WireMetadata:
+    """Metadata v4 for ``topics`` (all topics when None) from the broker at ``host:port`` only."""
+    correlation = next(_correlation)
+    if topics is None:
+        body = struct.pack(">i", -1)
+    else:
+        body = struct.pack(">i", len(topics))
+        for name in topics:
+            encoded = name.encode()
+            body += struct.pack(">h", len(encoded)) + encoded
+    body += b"\x00"  # allow_auto_topic_creation = false
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        answer = _exchange(
+            sock, _header(_METADATA, _METADATA_VERSION, correlation, flexible=False) + body, correlation
+        )
+    r = _Reader(answer)
+    r.take(">i")  # throttle time
+    (broker_count,) = r.take(">i")
+    brokers = []
+    for _ in range(broker_count):
+        (node,) = r.take(">i")
+        broker_host = r.string() or ""
+        (broker_port,) = r.take(">i")
+        r.string()  # rack
+        brokers.append((node, broker_host, broker_port))
+    r.string()  # cluster id
+    r.take(">i")  # controller id (a random broker in KRaft)
+    (topic_count,) = r.take(">i")
+    partitions: list[WirePartition] = []
+    errors: list[tuple[str, int]] = []
+    for _ in range(topic_count):
+        (topic_error,) = r.take(">h")
+        name = r.string() or ""
+        r.take(">b")  # is_internal
+        if topic_error:
+            errors.append((name, topic_error))
+        (partition_count,) = r.take(">i")
+        for _ in range(partition_count):
+            error, index, leader = r.take(">hii")
+            replicas = r.int_array()
+            isr = r.int_array()
+            partitions.append(WirePartition(name, index, error, leader, replicas, isr))
+    partitions.sort(key=lambda p: (p.topic, p.partition))
+    return WireMetadata(tuple(sorted(brokers)), tuple(partitions), tuple(errors))
+
+
+_FIND_COORDINATOR = 10
+COORDINATOR_NOT_AVAILABLE = 15
+
+
+def find_group_coordinator(host: str, port: int, group: str, timeout_s: float = 5.0) -> tuple[int, int]:
+    """(error code, node id) of FindCoordinator v2 for consumer group ``group``, asked of one broker.
+
+    Error 15 (COORDINATOR_NOT_AVAILABLE) is normal while __consumer_offsets is being created: retry.
+    """
+    correlation = next(_correlation)
+    key = group.encode()
+    body = struct.pack(">h", len(key)) + key + b"\x00"  # key type 0 = group
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        answer = _exchange(
+            sock, _header(_FIND_COORDINATOR, 2, correlation, flexible=False) + body, correlation
+        )
+    r = _Reader(answer)
+    r.take(">i")  # throttle
+    (error,) = r.take(">h")
+    r.string()  # error message
+    (node,) = r.take(">i")
+    return error, node

@@ -1,0 +1,83 @@
+"""The workload: producers, consumer-group members, restore readers, the final drain and probes.
+
+Everything records into the run's history through a *sink* (``Recorder.record``); nothing here interprets
+results. docs/workload.md describes the profiles, the outcome classification and each worker.
+"""
+
+from chaos.workload.common import ClientLogBridge, Sink, generation_of, member_id_of
+from chaos.workload.consumer import (
+    COMMIT_STRATEGIES,
+    CommitStrategy,
+    ConsumerGroup,
+    MemberSpec,
+    Processing,
+    ProcessMember,
+    ThreadMember,
+    run_member,
+)
+from chaos.workload.outcomes import Classified, classify_delivery_error, classify_produce_exception
+from chaos.workload.producer import ProducerSpec, ProducerStats, ProducerWorker
+from chaos.workload.profiles import (
+    ACKS1,
+    AT_LEAST_ONCE,
+    CI,
+    FAITHFUL,
+    FIRE_AND_FORGET,
+    IDEMPOTENT,
+    PROFILES,
+    TRANSACTIONAL,
+    ClientProfile,
+    Guarantee,
+    TimeProfile,
+    admin_config,
+    consumer_config,
+    custom_profile,
+    producer_config,
+    profile,
+    time_profile,
+)
+from chaos.workload.readers import DrainSummary, RestoreReader, RestoreResult, drain
+from chaos.workload.sampler import ClusterSampler
+
+__all__ = [
+    "ACKS1",
+    "AT_LEAST_ONCE",
+    "CI",
+    "COMMIT_STRATEGIES",
+    "FAITHFUL",
+    "FIRE_AND_FORGET",
+    "IDEMPOTENT",
+    "PROFILES",
+    "TRANSACTIONAL",
+    "Classified",
+    "ClientLogBridge",
+    "ClientProfile",
+    "ClusterSampler",
+    "CommitStrategy",
+    "ConsumerGroup",
+    "DrainSummary",
+    "Guarantee",
+    "MemberSpec",
+    "ProcessMember",
+    "Processing",
+    "ProducerSpec",
+    "ProducerStats",
+    "ProducerWorker",
+    "RestoreReader",
+    "RestoreResult",
+    "Sink",
+    "ThreadMember",
+    "TimeProfile",
+    "admin_config",
+    "classify_delivery_error",
+    "classify_produce_exception",
+    "consumer_config",
+    "custom_profile",
+    "drain",
+    "generation_of",
+    "member_id_of",
+    "producer_config",
+    "profile",
+    "run_member",
+    "time_profile",
+]
