@@ -38,6 +38,10 @@ class ImageError(ChaosError):
 class ImagePullFailed(ImageError):
     """An official image could not be pulled (no registry reachable, or the tag does not exist)."""
 
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
 
 class ImageBuildFailed(ImageError):
     """A local image build failed; the message carries the tail of the build output."""

@@ -66,11 +66,15 @@ ensure_venv() {
   if [[ -f $stamp && $(cat "$stamp") == "$want" && -x .venv/bin/chaos ]]; then
     return
   fi
-  say "creating .venv with the pinned requirements"
+  say "installing the pinned requirements into .venv (log: .venv/setup-pip.log)"
   [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -r requirements.lock
-  .venv/bin/python -m pip install -q --no-deps -e .
+  local log=.venv/setup-pip.log
+  if ! { .venv/bin/python -m pip install --upgrade pip &&
+         .venv/bin/python -m pip install -r requirements.lock &&
+         .venv/bin/python -m pip install --no-deps -e .; } >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    die "pip failed; full log in $log"
+  fi
   echo "$want" >"$stamp"
 }
 

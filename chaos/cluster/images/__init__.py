@@ -12,7 +12,7 @@ from chaos.cluster.engine import docker_client
 from chaos.cluster.images.catalog import ENV_SOURCE, ImageSet, Role, Source, official_ref
 from chaos.cluster.images.local import ROLE_IMAGE, ensure_local, image_present, recipes
 from chaos.errors import ImagePullFailed
-from chaos.progress import step
+from chaos.progress import console, step
 
 __all__ = ["ImageSet", "ImageStatus", "Role", "Source", "ensure_images", "image_status", "pull_official"]
 
@@ -31,9 +31,10 @@ def pull_official(role: Role) -> str:
     except docker.errors.APIError as exc:
         reason = exc.explanation or str(exc)
         raise ImagePullFailed(
+            reason,
             f"cannot pull the official {role.value} image {ref}: {reason}\n"
             f"  fix: this host may reach no container registry; build the images here instead with "
-            f"{ENV_SOURCE}=local (or {ENV_SOURCE}=auto), e.g. `{ENV_SOURCE}=local chaos images ensure`"
+            f"{ENV_SOURCE}=local (or {ENV_SOURCE}=auto), e.g. `{ENV_SOURCE}=local chaos images ensure`",
         ) from exc
     return ref
 
@@ -45,7 +46,9 @@ def _ensure_role(role: Role, source: Source) -> tuple[str, Source]:
         return pull_official(role), Source.OFFICIAL
     try:
         return pull_official(role), Source.OFFICIAL
-    except ImagePullFailed:
+    except ImagePullFailed as exc:
+        why = exc.reason.rsplit(": ", 1)[-1]
+        console.print(f"  [dim]{official_ref(role)} cannot be pulled ({why}); using the local build[/dim]")
         return ensure_local(ROLE_IMAGE[role]), Source.LOCAL
 
 
