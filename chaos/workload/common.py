@@ -1,0 +1,125 @@
+"""Shared pieces of the workload: the event sink, client error/log callbacks, group metadata parsing."""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+from confluent_kafka import KafkaError, KafkaException
+
+from chaos.history.events import ClientLog, Event, syslog_level
+
+Sink = Callable[[Event], None]
+"""Where workload events go: ``Recorder.record`` in-process, a pipe writer in a member subprocess."""
+
+_CGMD_MAGIC: Final = b"CGMDv2:"
+_SYSLOG_FROM_PY: Final = {
+    logging.CRITICAL: 2,
+    logging.ERROR: 3,
+    logging.WARNING: 4,
+    logging.INFO: 6,
+    logging.DEBUG: 7,
+}
+
+
+def generation_of(consumer: Any) -> int | None:
+    """The consumer's current group generation, or ``None`` if unknown.
+
+    confluent-kafka exposes no generation accessor, but ``consumer_group_metadata()`` returns librdkafka's
+    serialised ``rd_kafka_consumer_group_metadata_write`` buffer: ``b"CGMDv2:"``, the generation id as a
+    native-endian int32, then the group id, member id… (rdkafka_cgrp.c). A format change yields ``None``.
+    """
+    try:
+        blob = consumer.consumer_group_metadata()
+    except (KafkaException, RuntimeError):
+        return None
+    if not isinstance(blob, bytes) or not blob.startswith(_CGMD_MAGIC) or len(blob) < len(_CGMD_MAGIC) + 4:
+        return None
+    (generation,) = struct.unpack_from("=i", blob, len(_CGMD_MAGIC))
+    return int(generation) if generation >= 0 else None
+
+
+def member_id_of(consumer: Any) -> str | None:
+    """The coordinator-assigned member id, or ``None`` before the first join."""
+    try:
+        member = consumer.memberid()
+    except (KafkaException, RuntimeError):
+        return None
+    return member or None
+
+
+def error_name(exc: BaseException) -> str:
+    """The code name of a KafkaException (``_TIMED_OUT``…), else the exception class name."""
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0].name()
+    return type(exc).__name__
+
+
+def error_text(exc: BaseException) -> str:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0].str()
+    return str(exc)
+
+
+class ClientLogBridge(logging.Handler):
+    """Turns a client's ``error_cb`` reports and librdkafka log lines into :class:`ClientLog` events.
+
+    Pass :meth:`callbacks` into the client configuration. librdkafka's log lines arrive through the
+    ``logger`` setting as ``logger.log(level, "%s [%s] %s", facility, client_name, text)``, served from
+    the client's poll calls.
+    """
+
+    def __init__(self, sink: Sink, run_id: str, process: str, *, min_level: int = logging.INFO) -> None:
+        super().__init__(level=min_level)
+        self._sink = sink
+        self._run_id = run_id
+        self._process = process
+        self._logger = logging.getLogger(f"chaos.workload.client.{process}.{id(self):x}")
+        self._logger.propagate = False
+        self._logger.setLevel(min_level)
+        self._logger.addHandler(self)
+        self._lock = threading.Lock()
+        self.errors = 0
+
+    def callbacks(self) -> dict[str, Any]:
+        """``error_cb`` and ``logger`` entries for a client configuration."""
+        return {"error_cb": self.on_error, "logger": self._logger}
+
+    def on_error(self, err: KafkaError) -> None:
+        with self._lock:
+            self.errors += 1
+        self._sink(
+            ClientLog(
+                run_id=self._run_id,
+                process=self._process,
+                level="error",
+                message=err.str(),
+                facility="ERROR_CB",
+                error=err.name(),
+                retriable=err.retriable(),
+                fatal=err.fatal(),
+            )
+        )
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            args = record.args
+            if isinstance(args, tuple) and len(args) == 3:
+                facility, text = str(args[0]), str(args[2])
+            else:
+                facility, text = None, record.getMessage()
+            level = syslog_level(_SYSLOG_FROM_PY.get(record.levelno, 6))
+            self._sink(
+                ClientLog(
+                    run_id=self._run_id, process=self._process, level=level, message=text, facility=facility
+                )
+            )
+        except Exception:  # a log handler must never raise into librdkafka's callback
+            self.handleError(record)
+
+    def detach(self) -> None:
+        """Stop forwarding (call after the client is closed)."""
+        self._logger.removeHandler(self)

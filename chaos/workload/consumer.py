@@ -1,0 +1,524 @@
+"""Consumer-group members: each with its own Consumer, recording deliveries, commits and rebalances.
+
+A member runs :func:`run_member` — subscribe, then ``consume()`` batches until told to stop — either on a
+thread of this process (:class:`ThreadMember`) or in a child process (:class:`ProcessMember`) whose events
+come back as JSON lines on a pipe. Only a child process can *crash*: SIGKILL leaves librdkafka no chance to
+send LeaveGroup, so the coordinator notices only after ``session.timeout.ms``, as with a real crash. In one
+process that cannot be had: confluent-kafka's ``Consumer`` dealloc calls ``rd_kafka_destroy()``, which
+closes the consumer (LeaveGroup included), and a consumer kept alive but not polled still heartbeats from
+librdkafka's threads until ``max.poll.interval.ms`` and then leaves the group itself.
+
+Commit strategies (:data:`COMMIT_STRATEGIES`):
+
+- ``auto``: librdkafka auto-commit with auto offset store (stored as soon as ``consume()`` returns a record);
+  commits recorded from ``on_commit``;
+- ``commit_after``: ``enable.auto.commit=false``; a synchronous commit of the batch after processing it;
+- ``commit_before``: the same commit, made before processing the batch (L6);
+- ``store_after``: ``enable.auto.offset.store=false``, ``store_offsets()`` after processing, auto-commit on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final, Literal, get_args
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from chaos.errors import ConfigError, WorkloadError
+from chaos.history.events import (
+    ClientLog,
+    Commit,
+    Delivery,
+    Event,
+    PartitionOffset,
+    Rebalance,
+    parse_value_id,
+)
+from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text, generation_of, member_id_of
+
+CommitStrategy = Literal["auto", "commit_after", "commit_before", "store_after"]
+COMMIT_STRATEGIES: Final[tuple[str, ...]] = get_args(CommitStrategy)
+RecordHook = Callable[[Message], None]
+
+STOP_GRACE_S: Final = 2.0
+
+
+@dataclass(frozen=True)
+class Processing:
+    """Injected processing cost: a delay per record, per batch, and inside ``on_assign`` (seconds).
+
+    Delays are cut short when the member is stopped, so stopping stays bounded.
+    """
+
+    per_record_s: float = 0.0
+    per_batch_s: float = 0.0
+    on_assign_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("per_record_s", "per_batch_s", "on_assign_s"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or value < 0:
+                raise ConfigError(f"Processing.{name}: expected seconds >= 0; got {value!r}")
+
+
+@dataclass(frozen=True)
+class MemberSpec:
+    """One group member: its actor name, the group and topic, how it commits and processes.
+
+    ``config`` is the full Consumer configuration without callbacks (see
+    :func:`chaos.workload.profiles.consumer_config`); the strategy's own settings are applied on top.
+    """
+
+    name: str
+    run_id: str
+    group: str
+    topic: str
+    config: dict[str, Any]
+    strategy: CommitStrategy = "commit_after"
+    processing: Processing = field(default_factory=Processing)
+    batch_size: int = 100
+    poll_timeout_s: float = 0.2
+    duration_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.strategy not in COMMIT_STRATEGIES:
+            raise ConfigError(
+                f"MemberSpec.strategy: expected one of {', '.join(COMMIT_STRATEGIES)}; got {self.strategy!r}"
+            )
+        if not 1 <= self.batch_size <= 100_000:
+            raise ConfigError(f"MemberSpec.batch_size: expected 1..100000; got {self.batch_size!r}")
+        if not 0 < self.poll_timeout_s <= 10:
+            raise ConfigError(f"MemberSpec.poll_timeout_s: expected (0, 10]; got {self.poll_timeout_s!r}")
+        if not self.duration_s > 0:
+            raise ConfigError(f"MemberSpec.duration_s: expected > 0; got {self.duration_s!r}")
+        bad = {"on_commit", "error_cb", "logger"} & set(self.config)
+        if bad:
+            raise ConfigError(f"MemberSpec.config: remove {sorted(bad)}; the member sets its own callbacks")
+
+    def consumer_settings(self) -> dict[str, Any]:
+        """``config`` plus the settings the commit strategy needs."""
+        settings = dict(self.config)
+        settings["group.id"] = self.group
+        if self.strategy == "auto":
+            settings.update({"enable.auto.commit": True, "enable.auto.offset.store": True})
+        elif self.strategy == "store_after":
+            settings.update({"enable.auto.commit": True, "enable.auto.offset.store": False})
+        else:
+            settings.update({"enable.auto.commit": False, "enable.auto.offset.store": False})
+        return settings
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> MemberSpec:
+        data = json.loads(text)
+        data["processing"] = Processing(**data["processing"])
+        return cls(**data)
+
+
+def _value_id_or_none(raw: bytes | None) -> str | None:
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("utf-8")
+        parse_value_id(text)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return text
+
+
+def _offsets(parts: Sequence[TopicPartition] | None) -> tuple[PartitionOffset, ...]:
+    result = []
+    for tp in parts or ():
+        err = tp.error
+        result.append(
+            PartitionOffset(
+                topic=tp.topic,
+                partition=tp.partition,
+                offset=tp.offset if tp.offset >= 0 else None,
+                error=err.name() if isinstance(err, KafkaError) else None,
+            )
+        )
+    return tuple(result)
+
+
+def _batch_offsets(messages: Sequence[Message]) -> list[TopicPartition]:
+    """The next offset to read per partition after ``messages``."""
+    nxt: dict[tuple[str, int], int] = {}
+    for msg in messages:
+        topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+        if topic is None or partition is None or offset is None:
+            continue
+        key = (topic, partition)
+        nxt[key] = max(nxt.get(key, 0), offset + 1)
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(nxt.items())]
+
+
+def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: RecordHook | None = None) -> None:
+    """Run one member until ``stop`` is set or ``duration_s`` passes, then close it gracefully."""
+    logs = ClientLogBridge(sink, spec.run_id, spec.name)
+    consumer: Consumer | None = None
+
+    def common() -> dict[str, Any]:
+        assert consumer is not None
+        return {
+            "run_id": spec.run_id,
+            "process": spec.name,
+            "group": spec.group,
+            "member": member_id_of(consumer),
+            "generation": generation_of(consumer),
+        }
+
+    def on_rebalance(
+        action: Literal["assign", "revoke", "lost"],
+    ) -> Callable[[Consumer, list[TopicPartition]], None]:
+        def callback(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            sink(Rebalance(action=action, partitions=_offsets(partitions), **common()))
+            if action == "assign" and spec.processing.on_assign_s:
+                stop.wait(spec.processing.on_assign_s)
+
+        return callback
+
+    def on_commit(err: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        offsets = _offsets(partitions)
+        if err is None:
+            outcome: Literal["ok", "fail", "info"] = "fail" if any(p.error for p in offsets) else "ok"
+            error = next((p.error for p in offsets if p.error), None)
+            sink(Commit(outcome=outcome, offsets=offsets, error=error, message="auto-commit", **common()))
+        elif err.code() != KafkaError._NO_OFFSET:  # nothing stored yet: no commit was sent
+            sink(Commit(outcome="fail", offsets=offsets, error=err.name(), message=err.str(), **common()))
+
+    settings = spec.consumer_settings()
+    settings.update(logs.callbacks())
+    if spec.strategy in ("auto", "store_after"):
+        settings["on_commit"] = on_commit
+    consumer = Consumer(settings)
+
+    def commit(messages: Sequence[Message]) -> None:
+        offsets = _batch_offsets(messages)
+        if not offsets:
+            return
+        try:
+            result = consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            # A failed synchronous commit may still have reached the coordinator (e.g. a timeout): unknown,
+            # unless the coordinator answered with an error.
+            name = error_name(exc)
+            outcome: Literal["fail", "info"] = "info" if name in ("_TIMED_OUT", "_TRANSPORT") else "fail"
+            sink(
+                Commit(
+                    outcome=outcome,
+                    offsets=_offsets(offsets),
+                    error=name,
+                    message=error_text(exc),
+                    **common(),
+                )
+            )
+            return
+        recorded = _offsets(result)
+        error = next((p.error for p in recorded if p.error), None)
+        sink(Commit(outcome="fail" if error else "ok", offsets=recorded, error=error, **common()))
+
+    try:
+        consumer.subscribe(
+            [spec.topic],
+            on_assign=on_rebalance("assign"),
+            on_revoke=on_rebalance("revoke"),
+            on_lost=on_rebalance("lost"),
+        )
+        deadline = time.monotonic() + spec.duration_s
+        while not stop.is_set() and time.monotonic() < deadline:
+            messages = consumer.consume(num_messages=spec.batch_size, timeout=spec.poll_timeout_s)
+            records: list[Message] = []
+            base = common() if messages else {}
+            for msg in messages:
+                err = msg.error()
+                if err is not None:
+                    sink(
+                        ClientLog(
+                            run_id=spec.run_id,
+                            process=spec.name,
+                            level="error",
+                            message=err.str(),
+                            facility="CONSUME",
+                            error=err.name(),
+                            retriable=err.retriable(),
+                            fatal=err.fatal(),
+                        )
+                    )
+                    continue
+                records.append(msg)
+                raw_key = msg.key()
+                sink(
+                    Delivery(
+                        topic=msg.topic() or spec.topic,
+                        partition=msg.partition() or 0,
+                        offset=msg.offset() or 0,
+                        value_id=_value_id_or_none(msg.value()),
+                        key=raw_key.decode("utf-8", "replace") if raw_key is not None else None,
+                        **base,
+                    )
+                )
+            if not records:
+                continue
+            if spec.strategy == "commit_before":
+                commit(records)
+            for msg in records:
+                if spec.processing.per_record_s:
+                    stop.wait(spec.processing.per_record_s)
+                if hook is not None:
+                    hook(msg)
+            if spec.processing.per_batch_s:
+                stop.wait(spec.processing.per_batch_s)
+            if spec.strategy == "commit_after":
+                commit(records)
+            elif spec.strategy == "store_after":
+                try:
+                    consumer.store_offsets(offsets=_batch_offsets(records))
+                except KafkaException as exc:  # e.g. _STATE: the partition was revoked meanwhile
+                    sink(
+                        ClientLog(
+                            run_id=spec.run_id,
+                            process=spec.name,
+                            level="warning",
+                            message=f"store_offsets: {error_text(exc)}",
+                            facility="STORE",
+                            error=error_name(exc),
+                        )
+                    )
+    finally:
+        consumer.close()  # graceful: commits (auto strategies), revokes, sends LeaveGroup
+        logs.detach()
+
+
+# ---- runners ---------------------------------------------------------------------------------------
+
+
+class ThreadMember:
+    """A member on a thread of this process. Supports graceful stop and restart, not crash."""
+
+    def __init__(self, spec: MemberSpec, sink: Sink, hook: RecordHook | None = None) -> None:
+        self.spec = spec
+        self._sink = sink
+        self._hook = hook
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> ThreadMember:
+        if self.running:
+            raise WorkloadError(f"member {self.spec.name} is already running")
+        self._stop = threading.Event()
+        self.error = None
+        stop = self._stop
+
+        def body() -> None:
+            try:
+                run_member(self.spec, self._sink, stop, self._hook)
+            except BaseException as exc:
+                self.error = exc
+
+        self._thread = threading.Thread(target=body, name=f"member-{self.spec.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Graceful close (commit, revoke, LeaveGroup); bounded by ``timeout_s``."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                raise WorkloadError(f"member {self.spec.name} did not close within {timeout_s} s")
+        if self.error is not None:
+            raise WorkloadError(f"member {self.spec.name} failed: {self.error!r}") from self.error
+
+    def crash(self) -> None:
+        raise WorkloadError(
+            f"member {self.spec.name} runs on a thread and cannot crash without LeaveGroup; "
+            f"use mode='process' (ProcessMember) for crash tests"
+        )
+
+    def restart(self) -> ThreadMember:
+        self.stop()
+        return self.start()
+
+
+class ProcessMember:
+    """A member in a child Python process; its events come back over a pipe into ``sink``.
+
+    :meth:`stop` asks the child to close gracefully (SIGTERM → ``consumer.close()``);
+    :meth:`crash` SIGKILLs it.
+    Events the child wrote to the pipe before a kill are kept; the rest is lost, as in a real crash.
+    """
+
+    def __init__(self, spec: MemberSpec, sink: Sink) -> None:
+        self.spec = spec
+        self._sink = sink
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+        self._stderr: deque[str] = deque(maxlen=40)
+        self._stderr_thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+        self.events = 0
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> ProcessMember:
+        if self.running:
+            raise WorkloadError(f"member {self.spec.name} is already running")
+        self.error = None
+        env = dict(os.environ)
+        env["PYTHONUNBUFFERED"] = "1"
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "chaos.workload.member_child"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(self.spec.to_json().encode() + b"\n")
+        self._proc.stdin.close()
+        self._reader = threading.Thread(
+            target=self._read, args=(self._proc,), daemon=True, name=f"member-pipe-{self.spec.name}"
+        )
+        self._reader.start()
+        self._stderr_thread = threading.Thread(target=self._read_stderr, args=(self._proc,), daemon=True)
+        self._stderr_thread.start()
+        return self
+
+    def _read(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if not line.endswith(b"\n"):
+                break  # torn by a kill
+            try:
+                event = Event.from_row(json.loads(line))
+            except (ValueError, TypeError) as exc:
+                self.error = exc
+                continue
+            self.events += 1
+            try:
+                self._sink(event)
+            except BaseException as exc:
+                self.error = exc
+                return
+
+    def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            self._stderr.append(line.decode("utf-8", "replace").rstrip())
+
+    def _wait(self, timeout_s: float) -> int | None:
+        assert self._proc is not None
+        try:
+            code = self._proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+        for thread in (self._reader, self._stderr_thread):
+            if thread is not None:
+                thread.join(5.0)
+        return code
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Graceful: SIGTERM, the child closes its consumer; SIGKILL if it has not exited in ``timeout_s``."""
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+        code = self._wait(timeout_s)
+        if code is None:
+            self._proc.kill()
+            self._wait(STOP_GRACE_S)
+            raise WorkloadError(
+                f"member {self.spec.name} did not close within {timeout_s} s; killed it\n"
+                + "\n".join(self._stderr)
+            )
+        if code not in (0, -signal.SIGTERM):
+            raise WorkloadError(f"member {self.spec.name} exited with {code}:\n" + "\n".join(self._stderr))
+        if self.error is not None:
+            raise WorkloadError(f"member {self.spec.name}: bad event from the child: {self.error!r}")
+
+    def crash(self) -> None:
+        """SIGKILL the child: no close, no commit, no LeaveGroup."""
+        if self._proc is None or self._proc.poll() is not None:
+            raise WorkloadError(f"member {self.spec.name} is not running")
+        self._proc.kill()
+        self._wait(10.0)
+
+    def restart(self) -> ProcessMember:
+        if self.running:
+            self.stop()
+        return self.start()
+
+    def stderr_tail(self) -> list[str]:
+        return list(self._stderr)
+
+
+Member = ThreadMember | ProcessMember
+
+
+class ConsumerGroup:
+    """N members of one group, each with its own Consumer (threads or child processes)."""
+
+    def __init__(
+        self,
+        specs: Sequence[MemberSpec],
+        sink: Sink,
+        *,
+        mode: Literal["thread", "process"] = "thread",
+        hook: RecordHook | None = None,
+    ) -> None:
+        if not specs:
+            raise ConfigError("ConsumerGroup: expected at least one MemberSpec")
+        if len({s.group for s in specs}) != 1:
+            raise ConfigError("ConsumerGroup: every member must use the same group id")
+        if len({s.name for s in specs}) != len(specs):
+            raise ConfigError("ConsumerGroup: member names must be unique")
+        if mode == "process" and hook is not None:
+            raise ConfigError("ConsumerGroup: a Python hook cannot run in a child process; use Processing")
+        self.members: list[Member] = [
+            ThreadMember(s, sink, hook) if mode == "thread" else ProcessMember(s, sink) for s in specs
+        ]
+
+    def start(self) -> ConsumerGroup:
+        for member in self.members:
+            member.start()
+        return self
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Close every member gracefully; raises the first failure after trying all."""
+        errors: list[BaseException] = []
+        for member in self.members:
+            try:
+                member.stop(timeout_s)
+            except WorkloadError as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> ConsumerGroup:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

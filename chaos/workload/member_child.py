@@ -1,0 +1,42 @@
+"""Entry point of a :class:`~chaos.workload.consumer.ProcessMember` child process.
+
+Reads one :class:`MemberSpec` JSON line from stdin, runs the member, and writes every event as one JSON line
+to stdout (written and flushed per event, so a SIGKILL keeps everything written before it). SIGTERM closes
+the consumer gracefully.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from types import FrameType
+
+from chaos.history.events import Event
+from chaos.workload.consumer import MemberSpec, run_member
+
+
+def main() -> int:
+    spec = MemberSpec.from_json(sys.stdin.readline())
+    stop = threading.Event()
+
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_term)
+    out = sys.stdout.buffer
+    lock = threading.Lock()
+
+    def sink(event: Event) -> None:
+        line = json.dumps(event.to_row(), separators=(",", ":")).encode() + b"\n"
+        with lock:
+            out.write(line)
+            out.flush()
+
+    run_member(spec, sink, stop)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,317 @@
+"""A producer worker: unique values at a target rate, each send recorded as invoke then exactly one outcome.
+
+Every value is ``value_id_for(run, producer, seq)`` (UTF-8) with a key ``k<seq % keys>``. The worker records
+:class:`SendInvoke` before ``produce()`` and one :class:`SendOutcome` per value: from the delivery report
+(classified by :mod:`chaos.workload.outcomes`), from a synchronous ``produce()`` error, or — for values still
+unacknowledged after the final flush and purge — ``info`` with ``_NO_DELIVERY_REPORT``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Final
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from chaos.errors import ConfigError, WorkloadError
+from chaos.history.events import NAME_PATTERN, SendInvoke, SendOutcome, value_id_for
+from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text
+from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
+from chaos.workload.profiles import CI, ClientProfile, ConfigValue, TimeProfile, producer_config
+
+ENQUEUE_GIVE_UP_S: Final = 5.0  # BufferError for this long (queue never drains) -> fail _QUEUE_FULL
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    """What one producer sends: ``rate`` messages/s (``None`` = as fast as possible) until ``count``
+    messages or ``duration_s`` seconds, whichever comes first (at least one must be set)."""
+
+    name: str
+    topic: str
+    rate: float | None = 1000.0
+    count: int | None = None
+    duration_s: float | None = 10.0
+    keys: int = 16
+    flush_timeout_s: float = 30.0
+    overrides: tuple[tuple[str, ConfigValue], ...] = ()
+
+    def __post_init__(self) -> None:
+        import re
+
+        if not re.fullmatch(NAME_PATTERN, self.name):
+            raise ConfigError(f"ProducerSpec.name: expected [A-Za-z0-9_.-]{{1,128}}; got {self.name!r}")
+        if self.rate is not None and not self.rate > 0:
+            raise ConfigError(f"ProducerSpec.rate: expected messages/s > 0 or None; got {self.rate!r}")
+        if self.count is None and self.duration_s is None:
+            raise ConfigError("ProducerSpec: set count or duration_s (a producer must stop by itself)")
+        if self.count is not None and self.count < 0:
+            raise ConfigError(f"ProducerSpec.count: expected >= 0; got {self.count!r}")
+        if self.duration_s is not None and not self.duration_s > 0:
+            raise ConfigError(f"ProducerSpec.duration_s: expected > 0; got {self.duration_s!r}")
+        if self.keys < 1:
+            raise ConfigError(f"ProducerSpec.keys: expected >= 1; got {self.keys!r}")
+        if not self.flush_timeout_s > 0:
+            raise ConfigError(f"ProducerSpec.flush_timeout_s: expected > 0; got {self.flush_timeout_s!r}")
+
+
+@dataclass(frozen=True)
+class ProducerStats:
+    """Counts of one producer's sends by outcome."""
+
+    sent: int
+    ok: int
+    fail: int
+    info: int
+    elapsed_s: float
+
+
+class ProducerWorker:
+    """Sends :class:`ProducerSpec`'s values on its own thread and records every send.
+
+    ``start()`` then ``join()`` (or ``stop()`` to end early); both are bounded by ``join_timeout_s``.
+    """
+
+    def __init__(
+        self,
+        spec: ProducerSpec,
+        bootstrap_servers: str,
+        client: ClientProfile,
+        sink: Sink,
+        run_id: str,
+        *,
+        time_profile: TimeProfile = CI,
+    ) -> None:
+        self.spec = spec
+        self._client = client
+        self._sink = sink
+        self._run_id = run_id
+        self._logs = ClientLogBridge(sink, run_id, spec.name)
+        self._config: dict[str, Any] = producer_config(
+            client, bootstrap_servers, spec.name, time_profile, dict(spec.overrides)
+        )
+        self._config.update(self._logs.callbacks())
+        self._single_attempt = client.single_attempt
+        self._acks0 = str(self._config.get("acks")) == "0"
+        self._pending: dict[str, float] = {}  # value id -> invoke mono
+        self._lock = threading.Lock()
+        self._counts = {"ok": 0, "fail": 0, "info": 0}
+        self._sent = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._started = 0.0
+        self._finished = 0.0
+        self._closed = False
+
+    # ---- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> ProducerWorker:
+        if self._thread is not None:
+            raise WorkloadError(f"producer {self.spec.name} already started; build a new ProducerWorker")
+        self._thread = threading.Thread(target=self._run, name=f"producer-{self.spec.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float | None = None) -> ProducerStats:
+        """Stop sending, flush (bounded by ``flush_timeout_s``) and wait for the thread."""
+        self._stop.set()
+        return self.join(timeout_s)
+
+    def join(self, timeout_s: float | None = None) -> ProducerStats:
+        """Wait for the worker to finish; raises :class:`WorkloadError` if it failed or did not finish."""
+        if self._thread is None:
+            raise WorkloadError(f"producer {self.spec.name} was never started")
+        limit = timeout_s if timeout_s is not None else self._join_budget()
+        self._thread.join(limit)
+        if self._thread.is_alive():
+            raise WorkloadError(f"producer {self.spec.name} did not finish within {limit:.1f} s")
+        if self._error is not None:
+            raise WorkloadError(f"producer {self.spec.name} failed: {self._error!r}") from self._error
+        return self.stats()
+
+    def _join_budget(self) -> float:
+        duration = self.spec.duration_s or 0.0
+        if self.spec.count is not None and self.spec.rate:
+            duration = min(duration or float("inf"), self.spec.count / self.spec.rate)
+        return duration + self.spec.flush_timeout_s + ENQUEUE_GIVE_UP_S + 10.0
+
+    def stats(self) -> ProducerStats:
+        with self._lock:
+            end = self._finished or time.monotonic()
+            return ProducerStats(
+                self._sent,
+                self._counts["ok"],
+                self._counts["fail"],
+                self._counts["info"],
+                end - self._started if self._started else 0.0,
+            )
+
+    # ---- the send loop -----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            producer = Producer(self._config)
+        except BaseException as exc:
+            self._error = exc
+            return
+        try:
+            self._send_all(producer)
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            try:
+                self._finish(producer)
+            except BaseException as exc:
+                self._error = self._error or exc
+            self._logs.detach()
+            with self._lock:
+                self._finished = time.monotonic()
+
+    def _send_all(self, producer: Producer) -> None:
+        spec = self.spec
+        self._started = start = time.monotonic()
+        deadline = start + spec.duration_s if spec.duration_s is not None else float("inf")
+        count = spec.count if spec.count is not None else 2**62
+        interval = 1.0 / spec.rate if spec.rate else 0.0
+        seq = 0
+        while seq < count and not self._stop.is_set():
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            if interval:
+                due = start + seq * interval
+                if due > now + 0.001:
+                    producer.poll(min(due - now, deadline - now, 0.1))
+                    continue
+            self._send_one(producer, seq)
+            seq += 1
+            if seq % 64 == 0:
+                producer.poll(0)
+
+    def _send_one(self, producer: Producer, seq: int) -> None:
+        spec = self.spec
+        vid = value_id_for(self._run_id, spec.name, seq)
+        key = f"k{seq % spec.keys}"
+        invoke = SendInvoke(
+            run_id=self._run_id,
+            process=spec.name,
+            value_id=vid,
+            producer=spec.name,
+            seq=seq,
+            topic=spec.topic,
+            key=key,
+        )
+        self._sink(invoke)
+        with self._lock:
+            self._pending[vid] = invoke.mono
+            self._sent += 1
+        give_up = time.monotonic() + ENQUEUE_GIVE_UP_S
+        while True:
+            try:
+                producer.produce(
+                    spec.topic, value=vid.encode(), key=key.encode(), on_delivery=self._on_delivery
+                )
+                return
+            except BufferError:
+                # The local queue is full: serve delivery reports to drain it, then retry the same value.
+                if time.monotonic() >= give_up:
+                    self._resolve_sync(vid, "_QUEUE_FULL", "local queue stayed full", retriable=True)
+                    return
+                producer.poll(0.05)
+            except KafkaException as exc:
+                self._resolve_sync(vid, error_name(exc), error_text(exc), retriable=False)
+                return
+
+    def _resolve_sync(self, vid: str, error: str, message: str, *, retriable: bool) -> None:
+        verdict = classify_produce_exception(error)
+        with self._lock:
+            mono = self._pending.pop(vid)
+            self._counts["fail"] += 1
+        now = time.monotonic()
+        self._sink(
+            SendOutcome(
+                run_id=self._run_id,
+                process=self.spec.name,
+                value_id=vid,
+                outcome="fail",
+                latency_ms=(now - mono) * 1000,
+                error=error,
+                retriable=retriable,
+                fatal=False,
+                message=f"{message}: {verdict.reason}",
+                mono=now,
+            )
+        )
+
+    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        now = time.monotonic()
+        raw = msg.value()
+        vid = raw.decode("utf-8", "replace") if raw is not None else ""
+        with self._lock:
+            mono = self._pending.pop(vid, None)
+            if mono is None or self._closed:
+                return  # already resolved (cannot happen for our own values; defensive)
+        latency = (now - mono) * 1000
+        if err is None:
+            offset = msg.offset()
+            partition = msg.partition()
+            outcome = SendOutcome(
+                run_id=self._run_id,
+                process=self.spec.name,
+                value_id=vid,
+                outcome="ok",
+                partition=partition if partition is not None and partition >= 0 else 0,
+                offset=offset if offset is not None and offset >= 0 else None,
+                latency_ms=latency,
+                mono=now,
+            )
+            kind = "ok"
+        else:
+            verdict = classify_delivery_error(err.name(), single_attempt=self._single_attempt)
+            partition = msg.partition()
+            outcome = SendOutcome(
+                run_id=self._run_id,
+                process=self.spec.name,
+                value_id=vid,
+                outcome=verdict.outcome,
+                partition=partition if partition is not None and partition >= 0 else None,
+                latency_ms=latency,
+                error=err.name(),
+                retriable=err.retriable(),
+                fatal=err.fatal(),
+                message=f"{err.str()}: {verdict.reason}",
+                mono=now,
+            )
+            kind = verdict.outcome
+        with self._lock:
+            self._counts[kind] += 1
+        self._sink(outcome)
+
+    def _finish(self, producer: Producer) -> None:
+        """Flush with a timeout; purge what is left so it reports; record anything still silent as info."""
+        remaining = producer.flush(self.spec.flush_timeout_s)
+        if remaining:
+            producer.purge(in_queue=True, in_flight=True, blocking=False)
+            producer.flush(min(5.0, self.spec.flush_timeout_s))
+        with self._lock:
+            self._closed = True
+            silent = list(self._pending.items())
+            self._pending.clear()
+            self._counts["info"] += len(silent)
+        now = time.monotonic()
+        for vid, mono in silent:
+            self._sink(
+                SendOutcome(
+                    run_id=self._run_id,
+                    process=self.spec.name,
+                    value_id=vid,
+                    outcome="info",
+                    latency_ms=(now - mono) * 1000,
+                    error="_NO_DELIVERY_REPORT",
+                    message="no delivery report before the producer was closed: outcome unknown",
+                    mono=now,
+                )
+            )

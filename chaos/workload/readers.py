@@ -1,0 +1,404 @@
+"""The restore reader (CATALOG PB1 / MD1 / MD4) and the final drain.
+
+The restore reader replays the seed's snapshot restore per partition: end offsets → assign → seek(end − k)
+→ poll(timeout), each call recorded as a :class:`ProbeCall` with its duration and error. The final drain, run
+after every fault is healed, reads every partition from its beginning to its end offset with a fresh
+consumer, once per isolation level, recording :class:`DrainRead` per record and :class:`DrainEnd` per
+partition — apart from the group's deliveries.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._listoffsets import OffsetSpec
+
+from chaos.errors import ConfigError
+from chaos.history.events import DrainEnd, DrainRead, Isolation, ProbeCall, parse_value_id
+from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text
+from chaos.workload.profiles import CI, TimeProfile, admin_config
+
+
+def _value_id(raw: bytes | None) -> str | None:
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("utf-8")
+        parse_value_id(text)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return text
+
+
+def _key(raw: bytes | None) -> str | None:
+    return raw.decode("utf-8", "replace") if raw is not None else None
+
+
+def _reader_config(
+    bootstrap_servers: str, client_id: str, time_profile: TimeProfile, isolation: Isolation
+) -> dict[str, Any]:
+    return {
+        **admin_config(bootstrap_servers, client_id, time_profile),
+        "group.id": f"chaos-reader-{uuid.uuid4().hex[:12]}",  # librdkafka needs one; never joined
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "earliest",
+        "isolation.level": isolation,
+    }
+
+
+# ---- restore reader --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    """One partition's restore: the watermarks, the seek target, what the poll returned."""
+
+    partition: int
+    ok: bool
+    low: int | None = None
+    high: int | None = None
+    target: int | None = None
+    polled_offset: int | None = None
+    error: str | None = None
+
+
+class RestoreReader:
+    """The seed's restore pattern on one topic, one temporary consumer per restore (as in PB1).
+
+    :param k: read back ``k`` records from the end (the seed used 2).
+    :param poll_timeout_s: the seed's ``poll(Duration.ofMillis(10_000L))``.
+    :param call_timeout_s: timeout of the end-offsets call (Java's request.timeout.ms: 30 s faithful).
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        sink: Sink,
+        run_id: str,
+        *,
+        process: str = "restore",
+        k: int = 2,
+        poll_timeout_s: float = 10.0,
+        call_timeout_s: float | None = None,
+        time_profile: TimeProfile = CI,
+    ) -> None:
+        if k < 1:
+            raise ConfigError(f"RestoreReader.k: expected >= 1; got {k!r}")
+        if not poll_timeout_s > 0:
+            raise ConfigError(f"RestoreReader.poll_timeout_s: expected > 0; got {poll_timeout_s!r}")
+        self._bootstrap = bootstrap_servers
+        self._topic = topic
+        self._sink = sink
+        self._run_id = run_id
+        self._process = process
+        self._k = k
+        self._poll_timeout_s = poll_timeout_s
+        self._time = time_profile
+        self._call_timeout_s = call_timeout_s or time_profile.request_timeout_ms / 1000
+
+    def _probe(
+        self,
+        operation: str,
+        started: float,
+        *,
+        timeout_s: float | None = None,
+        exc: BaseException | None = None,
+        **fields: Any,
+    ) -> None:
+        self._sink(
+            ProbeCall(
+                run_id=self._run_id,
+                process=self._process,
+                operation=operation,
+                duration_ms=(time.monotonic() - started) * 1000,
+                timeout_ms=timeout_s * 1000 if timeout_s is not None else None,
+                error=error_name(exc) if exc is not None else None,
+                message=error_text(exc) if exc is not None else None,
+                topic=self._topic,
+                **fields,
+            )
+        )
+
+    def restore(self, partitions: Sequence[int]) -> list[RestoreResult]:
+        """Restore each partition in turn with a fresh consumer; never raises for a Kafka error."""
+        return [self.restore_one(p) for p in partitions]
+
+    def restore_one(self, partition: int) -> RestoreResult:
+        logs = ClientLogBridge(self._sink, self._run_id, self._process)
+        config = _reader_config(
+            self._bootstrap, f"{self._process}-{partition}", self._time, "read_uncommitted"
+        )
+        config["enable.partition.eof"] = False  # the seed's poll sees records or nothing
+        config.update(logs.callbacks())
+        consumer = Consumer(config)
+        try:
+            return self._restore(consumer, partition)
+        finally:
+            consumer.close()
+            logs.detach()
+
+    def _restore(self, consumer: Consumer, partition: int) -> RestoreResult:
+        tp = TopicPartition(self._topic, partition)
+        started = time.monotonic()
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=self._call_timeout_s)
+        except KafkaException as exc:
+            self._probe("list_offsets", started, timeout_s=self._call_timeout_s, exc=exc, partition=partition)
+            return RestoreResult(partition, False, error=error_name(exc))
+        self._probe(
+            "list_offsets",
+            started,
+            timeout_s=self._call_timeout_s,
+            partition=partition,
+            low_offset=low,
+            high_offset=high,
+            result=f"[{low}, {high})",
+        )
+        target = max(low, high - self._k)
+        if high <= low:
+            return RestoreResult(partition, True, low, high, target)
+        started = time.monotonic()
+        try:
+            consumer.assign([TopicPartition(self._topic, partition, target)])
+        except KafkaException as exc:
+            self._probe("assign", started, exc=exc, partition=partition, offset=target)
+            return RestoreResult(partition, False, low, high, target, error=error_name(exc))
+        self._probe("assign", started, partition=partition, offset=target)
+        started = time.monotonic()
+        try:
+            consumer.seek(TopicPartition(self._topic, partition, target))
+        except KafkaException as exc:  # recorded; the assign offset still applies
+            self._probe("seek", started, exc=exc, partition=partition, offset=target)
+        else:
+            self._probe("seek", started, partition=partition, offset=target)
+        started = time.monotonic()
+        try:
+            msg = consumer.poll(self._poll_timeout_s)
+        except KafkaException as exc:
+            self._probe("poll", started, timeout_s=self._poll_timeout_s, exc=exc, partition=partition)
+            return RestoreResult(partition, False, low, high, target, error=error_name(exc))
+        if msg is None:
+            self._probe("poll", started, timeout_s=self._poll_timeout_s, partition=partition, result="empty")
+            return RestoreResult(partition, False, low, high, target, error="EMPTY_POLL")
+        err = msg.error()
+        if err is not None:
+            self._probe(
+                "poll", started, timeout_s=self._poll_timeout_s, partition=partition, exc=KafkaException(err)
+            )
+            return RestoreResult(partition, False, low, high, target, error=err.name())
+        offset = msg.offset()
+        self._probe(
+            "poll",
+            started,
+            timeout_s=self._poll_timeout_s,
+            partition=partition,
+            offset=offset,
+            result="1 msg",
+        )
+        return RestoreResult(partition, True, low, high, target, polled_offset=offset)
+
+
+# ---- final drain -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DrainSummary:
+    """Per isolation level: records read and partitions that reached their end offset."""
+
+    isolation: Isolation
+    records: int
+    complete: tuple[int, ...]
+    incomplete: tuple[int, ...]
+
+
+def _list_offsets(
+    admin: AdminClient, topic: str, partitions: Sequence[int], isolation: Isolation, timeout_s: float
+) -> dict[int, tuple[int, int]]:
+    level = (
+        IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
+    )
+    result: dict[int, tuple[int, int]] = {}
+    earliest = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    low_f = admin.list_offsets(
+        {TopicPartition(topic, p): earliest for p in partitions},
+        isolation_level=level,
+        request_timeout=timeout_s,
+    )
+    high_f = admin.list_offsets(
+        {TopicPartition(topic, p): latest for p in partitions},
+        isolation_level=level,
+        request_timeout=timeout_s,
+    )
+    lows = {tp.partition: f.result(timeout_s).offset for tp, f in low_f.items()}
+    highs = {tp.partition: f.result(timeout_s).offset for tp, f in high_f.items()}
+    for p in partitions:
+        result[p] = (lows[p], highs[p])
+    return result
+
+
+def drain(
+    bootstrap_servers: str,
+    topic: str,
+    sink: Sink,
+    run_id: str,
+    *,
+    isolations: Sequence[Isolation] = ("read_uncommitted", "read_committed"),
+    timeout_s: float = 60.0,
+    time_profile: TimeProfile = CI,
+    process: str = "drain",
+) -> list[DrainSummary]:
+    """Read every partition of ``topic`` from its low watermark to its end offset, per isolation level.
+
+    The end offset is the high watermark (read_uncommitted) or the last stable offset (read_committed),
+    taken once at the start through ``AdminClient.list_offsets``. A partition is ``ok`` once the consumer's
+    position reaches it (under read_committed, control records and aborted data occupy offsets that are
+    never returned, so "every offset read" means "position reached the end"); ``fail`` if ``timeout_s``
+    runs out first or the offsets could not be listed.
+    """
+    admin = AdminClient(admin_config(bootstrap_servers, f"{process}-admin", time_profile))
+    call_timeout = time_profile.api_timeout_s
+    metadata = admin.list_topics(topic, timeout=call_timeout)
+    tmeta = metadata.topics.get(topic)
+    if tmeta is None or tmeta.error is not None:
+        raise ConfigError(f"drain: topic {topic!r} is not readable: {getattr(tmeta, 'error', 'missing')}")
+    partitions = sorted(tmeta.partitions)
+    return [
+        _drain_one(
+            admin,
+            bootstrap_servers,
+            topic,
+            partitions,
+            sink,
+            run_id,
+            isolation,
+            timeout_s,
+            time_profile,
+            process,
+            call_timeout,
+        )
+        for isolation in isolations
+    ]
+
+
+def _drain_one(
+    admin: AdminClient,
+    bootstrap_servers: str,
+    topic: str,
+    partitions: list[int],
+    sink: Sink,
+    run_id: str,
+    isolation: Isolation,
+    timeout_s: float,
+    time_profile: TimeProfile,
+    process: str,
+    call_timeout: float,
+) -> DrainSummary:
+    def end(
+        partition: int,
+        outcome: Literal["ok", "fail"],
+        low: int | None,
+        high: int | None,
+        error: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        sink(
+            DrainEnd(
+                run_id=run_id,
+                process=process,
+                isolation=isolation,
+                topic=topic,
+                partition=partition,
+                outcome=outcome,
+                low_offset=low,
+                high_offset=high,
+                error=error,
+                message=message,
+            )
+        )
+
+    try:
+        bounds = _list_offsets(admin, topic, partitions, isolation, call_timeout)
+    except (KafkaException, TimeoutError) as exc:
+        for p in partitions:
+            end(p, "fail", None, None, error_name(exc), f"list_offsets: {error_text(exc)}")
+        return DrainSummary(isolation, 0, (), tuple(partitions))
+    logs = ClientLogBridge(sink, run_id, process)
+    config = _reader_config(bootstrap_servers, f"{process}-{isolation}", time_profile, isolation)
+    config.update(logs.callbacks())
+    consumer = Consumer(config)
+    todo = {p for p, (low, high) in bounds.items() if high > low}
+    for p, (low, high) in bounds.items():
+        if p not in todo:
+            end(p, "ok", low, high)
+    positions = {p: bounds[p][0] for p in todo}
+    records = 0
+    try:
+        consumer.assign(
+            [
+                TopicPartition(topic, p, bounds[p][0] if bounds[p][0] >= 0 else OFFSET_BEGINNING)
+                for p in sorted(todo)
+            ]
+        )
+        deadline = time.monotonic() + timeout_s
+        while todo and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                part = msg.partition()
+                if part is None or part not in todo:
+                    continue
+                p = part
+                err = msg.error()
+                offset = msg.offset()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF and offset is not None:
+                        positions[p] = max(positions[p], offset)
+                    else:
+                        continue
+                elif offset is not None:
+                    if offset < bounds[p][1]:
+                        records += 1
+                        sink(
+                            DrainRead(
+                                run_id=run_id,
+                                process=process,
+                                isolation=isolation,
+                                topic=topic,
+                                partition=p,
+                                offset=offset,
+                                value_id=_value_id(msg.value()),
+                                key=_key(msg.key()),
+                            )
+                        )
+                    positions[p] = max(positions[p], offset + 1)
+                if positions[p] >= bounds[p][1]:
+                    todo.discard(p)
+                    end(p, "ok", *bounds[p])
+        for p in sorted(todo):
+            end(
+                p,
+                "fail",
+                *bounds[p],
+                error="_TIMED_OUT",
+                message=f"position {positions[p]} short of end offset {bounds[p][1]} after {timeout_s} s",
+            )
+    finally:
+        consumer.close()
+        logs.detach()
+    complete = tuple(sorted(set(partitions) - todo))
+    return DrainSummary(isolation, records, complete, tuple(sorted(todo)))
