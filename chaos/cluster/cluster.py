@@ -1,0 +1,436 @@
+"""A KRaft cluster of N combined broker/controller nodes behind one Toxiproxy, on its own Docker network.
+
+Topology (DESIGN.md, "Cluster topology"): per broker *i* three proxies in the Toxiproxy container,
+all listening on ``0.0.0.0:<port>``:
+
+* ``ext-i`` — clients. Port P is published on 127.0.0.1:P and broker *i* advertises ``127.0.0.1:P``,
+  so a client bootstrapped through one proxy only ever learns proxy addresses.
+* ``int-i`` — replication. The inter-broker listener is advertised as ``toxiproxy:<port>``.
+* ``ctl-i`` — the KRaft quorum. Static voters are ``i@toxiproxy:<port>``.
+
+Every container and the network carry ``chaos-harness=<run id>``. The run's reaper starts first and
+holds a registration for the label until ``close()``, which also removes everything explicitly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chaos.cluster import introspect
+from chaos.cluster.config import ClusterConfig, env_name
+from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
+from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.ports import free_loopback_ports
+from chaos.cluster.reaper import Reaper
+from chaos.cluster.single import READY_LOG, new_cluster_id
+from chaos.cluster.toxiproxy import API_PORT, ProxySpec, Toxiproxy
+from chaos.errors import ClusterError, ClusterStartTimeout
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+    from testcontainers.core.container import DockerContainer
+
+    from chaos.cluster.images import ImageSet
+
+TOXIPROXY_ALIAS = "toxiproxy"
+EXTERNAL_PORT = 9092  # inside each broker container
+CONTROLLER_PORT = 9093
+INTERNAL_PORT = 9094
+INT_PROXY_BASE = 19000  # int-i listens on INT_PROXY_BASE + i inside the Toxiproxy container
+CTL_PROXY_BASE = 19100
+ROLE_LABEL = f"{LABEL}.role"
+
+
+@dataclass
+class Broker:
+    """One broker: its node id, container, proxies and ports. Faults act on these handles."""
+
+    node_id: int
+    name: str
+    ext_port: int
+    container: DockerContainer = field(repr=False)
+
+    @property
+    def int_port(self) -> int:
+        return INT_PROXY_BASE + self.node_id
+
+    @property
+    def ctl_port(self) -> int:
+        return CTL_PROXY_BASE + self.node_id
+
+    @property
+    def bootstrap(self) -> str:
+        """This broker's client address: its ``ext`` proxy on the host's loopback."""
+        return f"127.0.0.1:{self.ext_port}"
+
+    def proxy(self, path: str) -> str:
+        """The Toxiproxy proxy name of ``path`` ("ext", "int" or "ctl") for this broker."""
+        if path not in ("ext", "int", "ctl"):
+            raise ClusterError(f"unknown proxy path {path!r}: use 'ext', 'int' or 'ctl'")
+        return f"{path}-{self.node_id}"
+
+    @property
+    def docker(self) -> Container:
+        """The docker-py container (kill/start/pause/unpause keep the container and its data)."""
+        return self.container.get_wrapped_container()
+
+    def status(self) -> str:
+        wrapped = self.docker
+        wrapped.reload()
+        return str(wrapped.status)
+
+    def log_tail(self, lines: int = 60) -> str:
+        return log_tail(self.container, lines)
+
+
+class KafkaCluster:
+    """N KRaft brokers behind Toxiproxy. Use as a context manager or call ``start()`` / ``close()``."""
+
+    def __init__(
+        self,
+        images: ImageSet,
+        config: ClusterConfig | None = None,
+        run_id: str | None = None,
+        run_dir: Path | None = None,
+    ) -> None:
+        self.images = images
+        self.config = config or ClusterConfig()
+        self.run_id = run_id or f"c{uuid.uuid4().hex[:10]}"
+        self.run_dir = run_dir
+        self.start_duration_s: float | None = None
+        self.brokers: tuple[Broker, ...] = ()
+        self._toxiproxy_container: DockerContainer | None = None
+        self._toxiproxy: Toxiproxy | None = None
+        self._reaper: Reaper | None = None
+        self._network: Any = None
+        self._admin: Any = None
+        self._preferred = 0
+        self._closed = False
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> KafkaCluster:
+        """Start reaper, network, Toxiproxy and all brokers together; wait until the cluster serves."""
+        started = time.monotonic()
+        try:
+            self._start()
+            self.wait_ready(self.config.start_timeout_s - (time.monotonic() - started))
+        except BaseException:
+            self.close()
+            raise
+        self.start_duration_s = time.monotonic() - started
+        return self
+
+    def _start(self) -> None:
+        n = self.config.brokers
+        ports = free_loopback_ports(n + 2)
+        ext_ports, api_port, reaper_port = ports[:n], ports[n], ports[n + 1]
+        client = docker_client()
+
+        self._reaper = Reaper(self.images.reaper, self.run_id, reaper_port)
+        self._reaper.start()
+
+        net_name = f"chaos-{self.run_id}"
+        self._network = client.networks.create(net_name, driver="bridge", labels={LABEL: self.run_id})
+
+        broker_names = [f"chaos-{self.run_id}-kafka-{i}" for i in range(1, n + 1)]
+        self.brokers = tuple(
+            Broker(
+                i,
+                broker_names[i - 1],
+                ext_ports[i - 1],
+                self._broker_container(i, broker_names[i - 1], ext_ports),
+            )
+            for i in range(1, n + 1)
+        )
+
+        proxy = labelled(
+            self.images.toxiproxy,
+            self.run_id,
+            f"chaos-{self.run_id}-toxiproxy",
+            **self._network_kwargs([TOXIPROXY_ALIAS]),
+        ).with_command("-host=0.0.0.0")
+        publish_on_loopback(proxy, API_PORT, api_port)
+        for port in ext_ports:
+            publish_on_loopback(proxy, port, port)
+        self._toxiproxy_container = proxy
+        self._start_container(proxy, "Toxiproxy")
+        self._toxiproxy = Toxiproxy(f"http://127.0.0.1:{api_port}")
+        deadline = time.monotonic() + 30
+        while not self._toxiproxy.ready():
+            if time.monotonic() > deadline:
+                raise ClusterStartTimeout(f"Toxiproxy's API did not answer within 30 s\n{log_tail(proxy)}")
+            time.sleep(0.1)
+        for broker in self.brokers:
+            for spec in self.proxy_specs(broker):
+                self._toxiproxy.create(spec)
+
+        # All together: a broker logs "started" only once a majority of the quorum is up.
+        for broker in self.brokers:
+            self._start_container(broker.container, broker.name)
+
+    def _network_kwargs(self, aliases: list[str]) -> dict[str, Any]:
+        client = docker_client()
+        name = self._network.name
+        return {
+            "network": name,
+            "networking_config": {name: client.api.create_endpoint_config(aliases=aliases)},
+        }
+
+    def _broker_container(self, node_id: int, name: str, ext_ports: list[int]) -> DockerContainer:
+        voters = ",".join(
+            f"{i}@{TOXIPROXY_ALIAS}:{CTL_PROXY_BASE + i}" for i in range(1, self.config.brokers + 1)
+        )
+        env = {
+            "CLUSTER_ID": self._cluster_id,
+            "KAFKA_NODE_ID": str(node_id),
+            "KAFKA_PROCESS_ROLES": "broker,controller",
+            "KAFKA_LISTENERS": (
+                f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT},INTERNAL://0.0.0.0:{INTERNAL_PORT},"
+                f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"
+            ),
+            "KAFKA_ADVERTISED_LISTENERS": (
+                f"EXTERNAL://127.0.0.1:{ext_ports[node_id - 1]},"
+                f"INTERNAL://{TOXIPROXY_ALIAS}:{INT_PROXY_BASE + node_id}"
+            ),
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
+                "EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            ),
+            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+            "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
+            "KAFKA_HEAP_OPTS": f"-Xmx{self.config.heap} -Xms{self.config.heap}",
+            "KAFKA_JVM_PERFORMANCE_OPTS": self.config.jvm_opts,
+        }
+        for prop, value in self.config.broker_config().items():
+            env[env_name(prop)] = value
+        container = labelled(
+            self.images.kafka, self.run_id, name, **self._network_kwargs([f"kafka-{node_id}"])
+        )
+        return container.with_envs(**env)
+
+    @property
+    def _cluster_id(self) -> str:
+        if not hasattr(self, "_kraft_cluster_id"):
+            self._kraft_cluster_id = new_cluster_id()
+        return self._kraft_cluster_id
+
+    def _start_container(self, container: DockerContainer, what: str) -> None:
+        try:
+            container.start()
+        except Exception as exc:
+            raise ClusterError(f"{what} container failed to start: {exc}\n{log_tail(container)}") from exc
+
+    def proxy_specs(self, broker: Broker) -> list[ProxySpec]:
+        """The three proxies of ``broker`` (ext, int, ctl) with their listen and upstream addresses."""
+        upstream = broker.name
+        return [
+            ProxySpec(broker.proxy("ext"), f"0.0.0.0:{broker.ext_port}", f"{upstream}:{EXTERNAL_PORT}"),
+            ProxySpec(broker.proxy("int"), f"0.0.0.0:{broker.int_port}", f"{upstream}:{INTERNAL_PORT}"),
+            ProxySpec(broker.proxy("ctl"), f"0.0.0.0:{broker.ctl_port}", f"{upstream}:{CONTROLLER_PORT}"),
+        ]
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Every broker logged started, the quorum has a leader and metadata lists all N brokers."""
+        deadline = time.monotonic() + max(timeout_s, 1.0)
+        for broker in self.brokers:
+            wait_for_log(broker.container, READY_LOG, max(deadline - time.monotonic(), 0.5))
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                seen = introspect.registered_brokers(self)
+                leader = self.controller_id()
+                if len(seen) == len(self.brokers) and leader > 0:
+                    return
+                last = f"brokers {sorted(seen)}, quorum leader {leader}"
+            except Exception as exc:  # not ready yet; the error goes into the timeout message
+                last = str(exc)
+            time.sleep(0.25)
+        tails = "\n".join(f"--- {b.name}\n{b.log_tail(30)}" for b in self.brokers)
+        raise ClusterStartTimeout(
+            f"cluster {self.run_id} not ready within {timeout_s:.0f} s ({last})\n{tails}\n"
+            f"  fix: check memory/CPU (`docker stats`), then `chaos clean` and retry"
+        )
+
+    def close(self) -> None:
+        """Save broker logs (when a run dir is set), then remove every container, the network, the reaper."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.run_dir is not None:
+            with contextlib.suppress(Exception):
+                self.capture_logs(self.run_dir)
+        if self._admin is not None:
+            self._admin = None
+        if self._toxiproxy is not None:
+            self._toxiproxy.close()
+        from chaos.cluster.sweep import sweep
+
+        containers = [b.container for b in self.brokers]
+        if self._toxiproxy_container is not None:
+            containers.append(self._toxiproxy_container)
+        for container in containers:
+            with contextlib.suppress(Exception):
+                wrapped = container.get_wrapped_container()
+                if wrapped is not None:
+                    if wrapped.status == "paused":
+                        wrapped.unpause()
+                    wrapped.remove(force=True, v=True)
+        if self._reaper is not None:
+            reaper_name = f"chaos-{self.run_id}-reaper"
+            # sidecars and anything else of this run, except the reaper (it goes last)
+            with contextlib.suppress(Exception):
+                for leftover in docker_client().containers.list(
+                    all=True, filters={"label": f"{LABEL}={self.run_id}"}
+                ):
+                    if leftover.name != reaper_name:
+                        leftover.remove(force=True, v=True)
+        if self._network is not None:
+            with contextlib.suppress(Exception):
+                self._network.remove()
+        if self._reaper is not None:
+            self._reaper.close()
+        with contextlib.suppress(Exception):
+            sweep(self.run_id)
+
+    # ---------------------------------------------------------------- access
+
+    @property
+    def toxiproxy(self) -> Toxiproxy:
+        if self._toxiproxy is None:
+            raise ClusterError("the cluster is not started: call start() or use it as a context manager")
+        return self._toxiproxy
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every broker's ext proxy, comma-separated."""
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    def broker(self, node_id: int) -> Broker:
+        for broker in self.brokers:
+            if broker.node_id == node_id:
+                return broker
+        raise ClusterError(f"no broker {node_id}: this cluster has node ids 1..{len(self.brokers)}")
+
+    def broker_bootstrap(self, node_id: int) -> str:
+        return self.broker(node_id).bootstrap
+
+    def admin(self) -> Any:
+        """A confluent-kafka AdminClient bootstrapped through every ext proxy (shared)."""
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin = AdminClient(
+                {"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 10000}
+            )
+        return self._admin
+
+    def probe_order(self) -> Iterator[Broker]:
+        """Brokers to ask for state, the last one that answered first."""
+        n = len(self.brokers)
+        for k in range(n):
+            yield self.brokers[(self._preferred + k) % n]
+
+    def answered(self, broker: Broker) -> None:
+        self._preferred = self.brokers.index(broker)
+
+    def restart_broker(self, node_id: int, timeout_s: float = 90.0) -> float:
+        """Start a killed/stopped broker's same container (data kept); wait for "started" since now.
+
+        Returns the seconds until it logged started. Logs are read ``since=`` the restart time (as a
+        float: whole seconds would match the previous run's line when a crash follows a start closely).
+        """
+        broker = self.broker(node_id)
+        since = time.time()
+        started = time.monotonic()
+        wrapped = broker.docker
+        wrapped.reload()
+        if wrapped.status == "paused":
+            wrapped.unpause()
+        if wrapped.status != "running":
+            wrapped.start()
+        deadline = started + timeout_s
+        while time.monotonic() < deadline:
+            if READY_LOG in wrapped.logs(since=since).decode(errors="replace"):
+                return time.monotonic() - started
+            wrapped.reload()
+            if wrapped.status in ("exited", "dead"):
+                break
+            time.sleep(0.25)
+        raise ClusterStartTimeout(
+            f"broker {node_id} did not log {READY_LOG!r} within {timeout_s:.0f} s of its restart "
+            f"(status {wrapped.status}); last lines:\n{broker.log_tail()}"
+        )
+
+    def capture_logs(self, directory: Path) -> list[Path]:
+        """Write each broker's full log (and Toxiproxy's) to ``directory``; returns the files."""
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        items: list[tuple[str, DockerContainer]] = [
+            (f"broker-{b.node_id}", b.container) for b in self.brokers
+        ]
+        if self._toxiproxy_container is not None:
+            items.append(("toxiproxy", self._toxiproxy_container))
+        for stem, container in items:
+            path = directory / f"{stem}.log"
+            try:
+                raw = container.get_wrapped_container().logs(timestamps=True)
+            except Exception as exc:  # a removed container has no logs; say so in the file
+                raw = f"(logs unavailable: {exc})\n".encode()
+            path.write_bytes(raw)
+            written.append(path)
+        return written
+
+    # ---------------------------------------------------------------- introspection (see introspect.py)
+
+    def controller_id(self) -> int:
+        return introspect.controller_id(self)
+
+    def describe_partitions(
+        self, topics: list[str] | None = None, via: int | None = None
+    ) -> list[introspect.PartitionState]:
+        """Leader, replicas and ISR per partition; ``via`` reads one broker's view (see introspect)."""
+        return introspect.describe_partitions(self, topics, via)
+
+    def offline_partitions(self, topics: list[str] | None = None) -> list[introspect.PartitionState]:
+        return [p for p in self.describe_partitions(topics) if p.offline]
+
+    def under_replicated_partitions(self, topics: list[str] | None = None) -> list[introspect.PartitionState]:
+        return [p for p in self.describe_partitions(topics) if p.under_replicated]
+
+    def partition(self, topic: str, partition: int, via: int | None = None) -> introspect.PartitionState:
+        return introspect.partition(self, topic, partition, via)
+
+    def group_coordinator(self, group: str) -> int:
+        return introspect.group_coordinator(self, group)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 3,
+        config: dict[str, str] | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
+        introspect.create_topic(self, name, partitions, replication_factor, config or {}, timeout_s)
+
+    def delete_topics(self, names: list[str], timeout_s: float = 30.0) -> None:
+        introspect.delete_topics(self, names, timeout_s)
+
+    def topics(self) -> set[str]:
+        return introspect.topics(self)
+
+    def wait_healthy(self, timeout_s: float = 60.0) -> None:
+        introspect.wait_healthy(self, timeout_s)

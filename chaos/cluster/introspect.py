@@ -1,0 +1,225 @@
+"""What the cluster looks like right now: controller, partitions (leader/replicas/ISR), coordinators.
+
+State is read with one Metadata request to one broker at a time (``wire.metadata``), trying the
+broker that answered last first and moving on after a short socket timeout. So a cut or paused
+broker costs one short timeout instead of hanging the caller — librdkafka's admin client would keep
+sending to a silent broker whose connection still looks open.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from chaos.cluster import wire
+from chaos.errors import ClusterError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from chaos.cluster.cluster import Broker, KafkaCluster
+
+PROBE_TIMEOUT_S = 2.0
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    @property
+    def offline(self) -> bool:
+        return self.leader < 0
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+    @property
+    def followers(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r != self.leader)
+
+
+def _ask(cluster: KafkaCluster, question: Callable[[Broker], T], what: str) -> T:
+    errors = []
+    for broker in cluster.probe_order():
+        try:
+            answer = question(broker)
+        except (OSError, ClusterError) as exc:
+            errors.append(f"broker {broker.node_id}: {exc}")
+            continue
+        cluster.answered(broker)
+        return answer
+    raise ClusterError(f"no broker answered {what}: " + "; ".join(errors))
+
+
+def _metadata(cluster: KafkaCluster, topics: list[str] | None, via: int | None = None) -> wire.WireMetadata:
+    if via is not None:
+        broker = cluster.broker(via)
+        return wire.metadata("127.0.0.1", broker.ext_port, topics, PROBE_TIMEOUT_S)
+
+    def question(broker: Broker) -> wire.WireMetadata:
+        return wire.metadata("127.0.0.1", broker.ext_port, topics, PROBE_TIMEOUT_S)
+
+    return _ask(cluster, question, "Metadata")
+
+
+def registered_brokers(cluster: KafkaCluster) -> set[int]:
+    """Node ids of the brokers that metadata lists (registered and not fenced)."""
+    return {node for node, _, _ in _metadata(cluster, []).brokers}
+
+
+def advertised_addresses(cluster: KafkaCluster, via: int) -> list[tuple[int, str, int]]:
+    """(node id, host, port) of every broker as broker ``via`` advertises them to clients."""
+    broker = cluster.broker(via)
+    return list(wire.metadata("127.0.0.1", broker.ext_port, [], PROBE_TIMEOUT_S).brokers)
+
+
+def controller_id(cluster: KafkaCluster) -> int:
+    """The active KRaft controller (the quorum leader), or -1 while there is none."""
+
+    def question(broker: Broker) -> int:
+        return wire.quorum_leader("127.0.0.1", broker.ext_port, PROBE_TIMEOUT_S)
+
+    return _ask(cluster, question, "DescribeQuorum")
+
+
+def describe_partitions(
+    cluster: KafkaCluster, topics: list[str] | None = None, via: int | None = None
+) -> list[PartitionState]:
+    """Every partition of ``topics`` (all topics when None), sorted by topic and partition.
+
+    ``via`` asks that broker only. A broker cut from the quorum still answers clients from a stale
+    metadata cache, so while such a fault is on, ask a broker on the quorum's side.
+    """
+    meta = _metadata(cluster, topics, via)
+    missing = [name for name, code in meta.topic_errors]
+    if missing and topics is not None:
+        raise ClusterError(f"metadata has no topic(s) {missing} (error codes {dict(meta.topic_errors)})")
+    return [PartitionState(p.topic, p.partition, p.leader, p.replicas, p.isr) for p in meta.partitions]
+
+
+def partition(cluster: KafkaCluster, topic: str, index: int, via: int | None = None) -> PartitionState:
+    for state in describe_partitions(cluster, [topic], via):
+        if state.partition == index:
+            return state
+    raise ClusterError(f"topic {topic!r} has no partition {index}")
+
+
+def topics(cluster: KafkaCluster) -> set[str]:
+    return {p.topic for p in describe_partitions(cluster)}
+
+
+def group_coordinator(cluster: KafkaCluster, group: str, timeout_s: float = 30.0) -> int:
+    """Node id of ``group``'s coordinator (the leader of its __consumer_offsets partition).
+
+    The first call may create __consumer_offsets; it is retried until ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+
+        def question(broker: Broker) -> tuple[int, int]:
+            return wire.find_group_coordinator("127.0.0.1", broker.ext_port, group, PROBE_TIMEOUT_S)
+
+        error, node = _ask(cluster, question, "FindCoordinator")
+        if error == 0:
+            return node
+        last = f"error code {error}"
+        time.sleep(0.2)
+    raise ClusterError(f"no coordinator for group {group!r} within {timeout_s} s ({last})")
+
+
+def create_topic(
+    cluster: KafkaCluster,
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    config: dict[str, str],
+    timeout_s: float,
+) -> None:
+    """Create ``name`` and wait until every partition has a leader and a full ISR."""
+    from confluent_kafka.cimpl import NewTopic
+
+    if replication_factor > len(cluster.brokers):
+        raise ClusterError(
+            f"replication_factor {replication_factor} exceeds the {len(cluster.brokers)} brokers; "
+            f"lower it or start more brokers"
+        )
+    spec = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=config)
+    futures = cluster.admin().create_topics([spec], operation_timeout=timeout_s, request_timeout=timeout_s)
+    try:
+        futures[name].result(timeout=timeout_s + 5)
+    except Exception as exc:
+        raise ClusterError(f"could not create topic {name!r} with config {config}: {exc}") from exc
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            states = describe_partitions(cluster, [name])
+        except ClusterError:
+            states = []
+        if (
+            len(states) == partitions
+            and all(not s.offline and not s.under_replicated for s in states)
+            and _known_everywhere(cluster, name, partitions)
+        ):
+            return
+        time.sleep(0.1)
+    raise ClusterError(f"topic {name!r} was created but its partitions had no full ISR within {timeout_s} s")
+
+
+def _known_everywhere(cluster: KafkaCluster, name: str, partitions: int) -> bool:
+    """Every broker that answers has ``name`` with all partitions in its metadata cache."""
+    for broker in cluster.brokers:
+        try:
+            meta = wire.metadata("127.0.0.1", broker.ext_port, [name], PROBE_TIMEOUT_S)
+        except (OSError, ClusterError):
+            continue  # a broker under a fault does not hold the others back
+        if meta.topic_errors or len(meta.partitions) != partitions:
+            return False
+    return True
+
+
+def delete_topics(cluster: KafkaCluster, names: list[str], timeout_s: float) -> None:
+    if not names:
+        return
+    futures = cluster.admin().delete_topics(names, operation_timeout=timeout_s, request_timeout=timeout_s)
+    for name, future in futures.items():
+        try:
+            future.result(timeout=timeout_s + 5)
+        except Exception as exc:
+            if "UNKNOWN_TOPIC" not in str(exc):
+                raise ClusterError(f"could not delete topic {name!r}: {exc}") from exc
+
+
+def unhealthy(cluster: KafkaCluster) -> list[str]:
+    """Reasons the cluster is not healthy: a broker not running/registered, an offline or short ISR."""
+    problems = [f"broker {b.node_id} is {b.status()}" for b in cluster.brokers if b.status() != "running"]
+    registered = registered_brokers(cluster)
+    problems += [f"broker {b.node_id} not registered" for b in cluster.brokers if b.node_id not in registered]
+    for state in describe_partitions(cluster):
+        if state.offline or state.under_replicated:
+            problems.append(f"{state.topic}-{state.partition} leader {state.leader} isr {list(state.isr)}")
+    return problems
+
+
+def wait_healthy(cluster: KafkaCluster, timeout_s: float) -> None:
+    """Wait until every broker is registered and every partition's ISR is full; raise with the reasons."""
+    deadline = time.monotonic() + timeout_s
+    problems: list[str] = []
+    while time.monotonic() < deadline:
+        try:
+            problems = unhealthy(cluster)
+        except ClusterError as exc:
+            problems = [str(exc)]
+        if not problems:
+            return
+        time.sleep(0.25)
+    raise ClusterError(
+        f"cluster {cluster.run_id} not healthy after {timeout_s:.0f} s: {'; '.join(problems[:10])}"
+    )

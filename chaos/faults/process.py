@@ -1,0 +1,83 @@
+"""Faults on the broker process: crash (SIGKILL), clean stop (SIGTERM), pause (freezer).
+
+Through the broker's proxies a crashed or stopped broker looks *refused*: Toxiproxy accepts the client,
+fails to dial the dead upstream and closes at once. A paused broker looks *silent*: its kernel still
+completes TCP handshakes but the frozen JVM never answers. Heal of crash/stop restarts the same
+container (``docker start``: data and fixed addresses kept) and waits for "started" logged since then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from chaos.faults.base import Fault, FaultLog, Param
+from chaos.faults.targets import Target
+
+if TYPE_CHECKING:
+    from chaos.cluster.cluster import KafkaCluster
+
+
+class Crash(Fault):
+    """``docker kill`` (SIGKILL): the process dies, nothing is flushed or handed over."""
+
+    kind = "crash"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        target: Target,
+        restart_timeout_s: float = 90.0,
+        log: FaultLog | None = None,
+    ) -> None:
+        super().__init__(cluster, target, log)
+        self.restart_timeout_s = restart_timeout_s
+        self.restart_s: float | None = None
+
+    def _inject(self) -> None:
+        (broker_id,) = self.brokers
+        self.cluster.broker(broker_id).docker.kill()
+
+    def _heal(self) -> None:
+        (broker_id,) = self.brokers
+        self.restart_s = self.cluster.restart_broker(broker_id, self.restart_timeout_s)
+
+
+class Stop(Crash):
+    """``docker stop`` (SIGTERM, then SIGKILL after ``grace_s``): controlled shutdown moves leaderships."""
+
+    kind = "stop"
+
+    def __init__(
+        self, cluster: KafkaCluster, target: Target, grace_s: int = 30, log: FaultLog | None = None
+    ) -> None:
+        super().__init__(cluster, target, log=log)
+        self.grace_s = grace_s
+
+    def params(self) -> dict[str, Param]:
+        return {"grace_s": self.grace_s}
+
+    def _inject(self) -> None:
+        (broker_id,) = self.brokers
+        self.cluster.broker(broker_id).docker.stop(timeout=self.grace_s)
+
+
+class Pause(Fault):
+    """``docker pause``: the JVM is frozen with every socket open."""
+
+    kind = "pause"
+
+    def _inject(self) -> None:
+        (broker_id,) = self.brokers
+        self.cluster.broker(broker_id).docker.pause()
+
+    def _heal(self) -> None:
+        (broker_id,) = self.brokers
+        wrapped = self.cluster.broker(broker_id).docker
+        wrapped.reload()
+        if wrapped.status == "paused":
+            with contextlib.suppress(Exception):
+                wrapped.unpause()
+            wrapped.reload()
+            if wrapped.status == "paused":
+                wrapped.unpause()

@@ -1,0 +1,203 @@
+"""Faults applied by Toxiproxy on a broker's proxies: refuse (proxy disabled) and toxics.
+
+Paths: ``ext`` (clients), ``int`` (replication towards the broker), ``ctl`` (quorum towards the
+broker). Directions: ``downstream`` (broker → caller, i.e. responses), ``upstream`` (caller →
+broker, requests) or ``both``. Toxics are applied with toxicity 1.0; any randomness is drawn by the
+harness (the plan), never by Toxiproxy, whose ``-seed`` does not reach toxics.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from chaos.errors import FaultError
+from chaos.faults.base import Fault, FaultLog, Param
+from chaos.faults.targets import Target
+
+if TYPE_CHECKING:
+    from chaos.cluster.cluster import KafkaCluster
+    from chaos.cluster.toxiproxy import Stream
+
+Path = Literal["ext", "int", "ctl"]
+Direction = Literal["upstream", "downstream", "both"]
+ALL_PATHS: tuple[Path, ...] = ("ext", "int", "ctl")
+
+
+def _check_paths(paths: tuple[str, ...]) -> None:
+    bad = [p for p in paths if p not in ALL_PATHS]
+    if bad or not paths:
+        raise FaultError(f"paths {paths!r} must be a non-empty subset of {ALL_PATHS}")
+
+
+class Refuse(Fault):
+    """Disable the broker's proxies on ``paths``: connects are refused or closed at once."""
+
+    kind = "refuse"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        target: Target,
+        paths: tuple[Path, ...] = ALL_PATHS,
+        log: FaultLog | None = None,
+    ) -> None:
+        super().__init__(cluster, target, log)
+        _check_paths(paths)
+        self.paths = paths
+
+    def params(self) -> dict[str, Param]:
+        return {"paths": tuple(self.paths)}
+
+    def _proxies(self) -> list[str]:
+        (broker_id,) = self.brokers
+        return [self.cluster.broker(broker_id).proxy(p) for p in self.paths]
+
+    def _inject(self) -> None:
+        for proxy in self._proxies():
+            self.cluster.toxiproxy.set_enabled(proxy, False)
+
+    def _heal(self) -> None:
+        for proxy in self._proxies():
+            self.cluster.toxiproxy.set_enabled(proxy, True)
+
+
+class Toxic(Fault):
+    """A Toxiproxy toxic of ``toxic_type`` with ``attributes`` on the broker's ``paths``."""
+
+    kind = "toxic"
+    toxic_type = ""
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        target: Target,
+        attributes: dict[str, int],
+        paths: tuple[Path, ...] = ("ext",),
+        direction: Direction = "downstream",
+        log: FaultLog | None = None,
+        toxic_type: str | None = None,
+    ) -> None:
+        super().__init__(cluster, target, log)
+        _check_paths(paths)
+        if direction not in ("upstream", "downstream", "both"):
+            raise FaultError(f"direction {direction!r} must be upstream, downstream or both")
+        self.toxic_type = toxic_type or self.toxic_type
+        if not self.toxic_type:
+            raise FaultError(
+                "a Toxic needs a toxic_type (latency, bandwidth, reset_peer, slicer, limit_data, ...)"
+            )
+        self.attributes = dict(attributes)
+        self.paths = paths
+        self.direction = direction
+        self._applied: list[tuple[str, str]] = []
+
+    def params(self) -> dict[str, Param]:
+        return {"paths": tuple(self.paths), "direction": self.direction, **self.attributes}
+
+    def _streams(self) -> list[Stream]:
+        if self.direction == "both":
+            return ["upstream", "downstream"]
+        return [self.direction]
+
+    def _inject(self) -> None:
+        (broker_id,) = self.brokers
+        broker = self.cluster.broker(broker_id)
+        for path in self.paths:
+            for stream in self._streams():
+                proxy = broker.proxy(path)
+                name = f"chaos-{self.toxic_type}-{stream}"
+                self.cluster.toxiproxy.add_toxic(proxy, name, self.toxic_type, stream, self.attributes, 1.0)
+                self._applied.append((proxy, name))
+
+    def _heal(self) -> None:
+        while self._applied:
+            proxy, name = self._applied.pop()
+            self.cluster.toxiproxy.remove_toxic(proxy, name)
+
+
+class Latency(Toxic):
+    kind = "latency"
+    toxic_type = "latency"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        target: Target,
+        ms: int,
+        jitter_ms: int = 0,
+        paths: tuple[Path, ...] = ("ext",),
+        direction: Direction = "downstream",
+        log: FaultLog | None = None,
+    ) -> None:
+        super().__init__(cluster, target, {"latency": ms, "jitter": jitter_ms}, paths, direction, log)
+
+
+class Bandwidth(Toxic):
+    kind = "bandwidth"
+    toxic_type = "bandwidth"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        target: Target,
+        rate_kb_s: int,
+        paths: tuple[Path, ...] = ("ext",),
+        direction: Direction = "downstream",
+        log: FaultLog | None = None,
+    ) -> None:
+        super().__init__(cluster, target, {"rate": rate_kb_s}, paths, direction, log)
+
+
+class ResetPeer(Toxic):
+    """Connections are reset (RST) after ``timeout_ms`` (0: at once when data arrives)."""
+
+    kind = "reset_peer"
+    toxic_type = "reset_peer"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        target: Target,
+        timeout_ms: int = 0,
+        paths: tuple[Path, ...] = ("ext",),
+        direction: Direction = "downstream",
+        log: FaultLog | None = None,
+    ) -> None:
+        super().__init__(cluster, target, {"timeout": timeout_ms}, paths, direction, log)
+
+
+class Slicer(Toxic):
+    kind = "slicer"
+    toxic_type = "slicer"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        target: Target,
+        average_size: int = 64,
+        size_variation: int = 32,
+        delay_us: int = 1000,
+        paths: tuple[Path, ...] = ("ext",),
+        direction: Direction = "downstream",
+        log: FaultLog | None = None,
+    ) -> None:
+        attributes = {"average_size": average_size, "size_variation": size_variation, "delay": delay_us}
+        super().__init__(cluster, target, attributes, paths, direction, log)
+
+
+class LimitData(Toxic):
+    """Close the connection after ``bytes_`` bytes have passed."""
+
+    kind = "limit_data"
+    toxic_type = "limit_data"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        target: Target,
+        bytes_: int,
+        paths: tuple[Path, ...] = ("ext",),
+        direction: Direction = "downstream",
+        log: FaultLog | None = None,
+    ) -> None:
+        super().__init__(cluster, target, {"bytes": bytes_}, paths, direction, log)

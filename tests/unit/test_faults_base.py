@@ -1,0 +1,96 @@
+"""The fault contract without Docker: records, idempotent heal, heal on a failed inject."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chaos.errors import FaultError
+from chaos.faults.base import Fault, FaultLog
+
+
+class FakeCluster:
+    """Just enough of a cluster for targets given as broker ids."""
+
+    brokers = (1, 2, 3)
+
+    def broker(self, node_id: int) -> int:
+        if node_id not in self.brokers:
+            raise FaultError(f"no broker {node_id}")
+        return node_id
+
+
+class Counting(Fault):
+    kind = "counting"
+
+    def __init__(self, *args: Any, fail_inject: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.injected = 0
+        self.healed = 0
+        self.fail_inject = fail_inject
+
+    def _inject(self) -> None:
+        self.injected += 1
+        if self.fail_inject:
+            raise RuntimeError("inject broke")
+
+    def _heal(self) -> None:
+        self.healed += 1
+
+
+def test_context_manager_records_and_heals_once() -> None:
+    log = FaultLog()
+    events: list[str] = []
+    log.subscribe(lambda event, record: events.append(f"{event}:{record.kind}:{record.brokers}"))
+    fault = Counting(FakeCluster(), 2, log=log)
+    with fault:
+        assert fault.active
+        assert [f for f in log.active()] == [fault]
+        (record,) = log.records()
+        assert record.healed_at is None
+    fault.heal()
+    fault.heal()
+    assert (fault.injected, fault.healed) == (1, 1)
+    (record,) = log.records()
+    assert record.healed_at is not None
+    assert record.healed_at >= record.injected_at
+    assert log.active() == []
+    assert events == ["inject:counting:(2,)", "heal:counting:(2,)"]
+
+
+def test_heal_runs_when_the_body_raises() -> None:
+    log = FaultLog()
+    fault = Counting(FakeCluster(), 1, log=log)
+    with pytest.raises(ZeroDivisionError), fault:
+        _ = 1 / 0
+    assert fault.healed == 1
+    assert log.active() == []
+
+
+def test_failed_inject_is_healed_and_recorded() -> None:
+    log = FaultLog()
+    fault = Counting(FakeCluster(), 3, log=log, fail_inject=True)
+    with pytest.raises(RuntimeError, match="inject broke"):
+        fault.inject()
+    assert fault.healed == 1
+    (record,) = log.records()
+    assert record.error is not None
+    assert "inject failed" in record.error
+
+
+def test_a_fault_is_injected_once() -> None:
+    fault = Counting(FakeCluster(), 1, log=FaultLog())
+    fault.inject()
+    with pytest.raises(FaultError, match="already injected"):
+        fault.inject()
+    fault.heal()
+
+
+def test_unknown_broker_is_refused_before_anything_happens() -> None:
+    log = FaultLog()
+    fault = Counting(FakeCluster(), 9, log=log)
+    with pytest.raises(FaultError, match="no broker 9"):
+        fault.inject()
+    assert fault.injected == 0
+    assert log.records() == []
