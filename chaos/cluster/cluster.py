@@ -15,6 +15,7 @@ holds a registration for the label until ``close()``, which also removes everyth
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -349,8 +350,7 @@ class KafkaCluster:
     def restart_broker(self, node_id: int, timeout_s: float = 90.0) -> float:
         """Start a killed/stopped broker's same container (data kept); wait for "started" since now.
 
-        Returns the seconds until it logged started. Logs are read ``since=`` the restart time (as a
-        float: whole seconds would match the previous run's line when a crash follows a start closely).
+        Returns the seconds until it logged started; logs are read ``since=`` the restart time.
         """
         broker = self.broker(node_id)
         since = time.time()
@@ -361,18 +361,8 @@ class KafkaCluster:
             wrapped.unpause()
         if wrapped.status != "running":
             wrapped.start()
-        deadline = started + timeout_s
-        while time.monotonic() < deadline:
-            if READY_LOG in wrapped.logs(since=since).decode(errors="replace"):
-                return time.monotonic() - started
-            wrapped.reload()
-            if wrapped.status in ("exited", "dead"):
-                break
-            time.sleep(0.25)
-        raise ClusterStartTimeout(
-            f"broker {node_id} did not log {READY_LOG!r} within {timeout_s:.0f} s of its restart "
-            f"(status {wrapped.status}); last lines:\n{broker.log_tail()}"
-        )
+        wait_for_log(broker.container, re.escape(READY_LOG), timeout_s, since=since)
+        return time.monotonic() - started
 
     def capture_logs(self, directory: Path) -> list[Path]:
         """Write each broker's full log (and Toxiproxy's) to ``directory``; returns the files."""

@@ -56,7 +56,8 @@ def wait_for_log(
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         wrapped.reload()
-        logs = wrapped.logs(since=int(since) if since else None).decode(errors="replace")
+        # ``since`` stays a float: whole seconds could match a previous start's line after a quick restart
+        logs = wrapped.logs(since=since).decode(errors="replace")
         if regex.search(logs):
             return
         if wrapped.status in ("exited", "dead"):
