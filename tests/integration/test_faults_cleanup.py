@@ -12,7 +12,6 @@ import os
 
 import pytest
 
-pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.integration
 
 INNER = """

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["pytester"]
-
 
 def test_chaos_marker_is_registered_under_strict_markers(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
