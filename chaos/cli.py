@@ -130,6 +130,46 @@ def clean(run_id: str | None) -> None:
         console.print(f"  {name}")
 
 
+@cli.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option("--engine", type=click.Choice(["spark", "reference"]), default="spark", show_default=True)
+@click.option(
+    "--guarantee",
+    type=click.Choice(["at_most_once", "at_least_once", "idempotent", "exactly_once"]),
+    default="at_least_once",
+    show_default=True,
+    help="The guarantee the client profile claims.",
+)
+@click.option("--bootstrap", default=None, help="Read the topic through Kafka (default: the drain's reads).")
+@click.option("--topic", "topics", multiple=True, help="Topic to read with --bootstrap (repeatable).")
+def audit(
+    run_dir: str,
+    spark_master: str,
+    engine: str,
+    guarantee: str,
+    bootstrap: str | None,
+    topics: tuple[str, ...],
+) -> None:
+    """Audit a saved run, write RUN_DIR/audit.json; exit 0 pass, 1 fail, 3 unknown."""
+    from chaos.audit.run import TopicSource, audit_path, audit_run
+
+    topic = TopicSource(bootstrap, topics) if bootstrap else None
+    result = audit_run(
+        run_dir, guarantee=guarantee, engine=engine, master=spark_master, topic=topic  # type: ignore[arg-type]
+    )
+    colour = {"pass": "green", "fail": "red", "unknown": "yellow"}[result.verdict]
+    console.print(f"[{colour}]{result.verdict}[/{colour}] ({guarantee}, {engine}): {audit_path(run_dir)}")
+    for name, count in result.facts.counts().items():
+        if count:
+            mark = "fails" if name in result.failed_by else "expected"
+            console.print(f"  {name}: {count} ({mark})")
+    for problem in result.facts.problems:
+        console.print(f"  [yellow]unknown:[/yellow] {problem}", highlight=False)
+    if result.verdict != "pass":
+        sys.exit(1 if result.verdict == "fail" else 3)
+
+
 def main() -> None:
     """Entry point: harness errors print their fix and exit 2 instead of a traceback."""
     try:

@@ -1,0 +1,83 @@
+"""The verdict policy: which anomalies break the guarantee a client profile claims.
+
+Verdict ``unknown`` whenever the facts could not be established (any ``AuditFacts.problems``); otherwise
+``fail`` if any anomaly that the guarantee forbids was found, else ``pass``. There is no default pass: an
+unknown guarantee is an error, and missing facts are ``unknown``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from chaos.audit.model import ANOMALIES, AuditFacts
+from chaos.errors import AuditError
+
+Guarantee = Literal["at_most_once", "at_least_once", "idempotent", "exactly_once"]
+Verdict = Literal["pass", "fail", "unknown"]
+GUARANTEES: Final[tuple[str, ...]] = ("at_most_once", "at_least_once", "idempotent", "exactly_once")
+
+_ALWAYS: Final = frozenset({"inconsistent_offsets", "unexpected", "aborted_read", "reordered"})
+FATAL: Final[dict[str, frozenset[str]]] = {
+    # loss is the accepted price of at-most-once; duplicates are not
+    "at_most_once": _ALWAYS | {"duplicate_in_log", "duplicate_delivery_other"},
+    # duplicates are the accepted price of at-least-once; loss is not
+    "at_least_once": _ALWAYS | {"lost_acked", "unseen_by_group"},
+    # idempotence: no loss, no duplicate in the log; the group may still redeliver after a rebalance
+    "idempotent": _ALWAYS | {"lost_acked", "unseen_by_group", "duplicate_in_log", "duplicate_delivery_other"},
+    "exactly_once": frozenset(ANOMALIES) - {"lost_indeterminate"},
+}
+"""Guarantee -> anomalies that fail the verdict. Every other anomaly is reported as expected.
+``lost_indeterminate`` never fails: an unknown outcome is not proof of loss (DESIGN.md)."""
+
+
+class UnknownGuarantee(AuditError, ValueError):
+    """The claimed guarantee is not one the policy knows."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    """The audit of one run: the established facts, the guarantee judged against and the verdict."""
+
+    facts: AuditFacts
+    guarantee: Guarantee
+    engine: str
+    verdict: Verdict
+    failed_by: tuple[str, ...]
+    expected: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if self.guarantee not in GUARANTEES:
+            raise UnknownGuarantee(
+                f"guarantee: expected one of {', '.join(GUARANTEES)}; got {self.guarantee!r}"
+            )
+        if self.verdict not in ("pass", "fail", "unknown"):
+            raise AuditError(f"AuditResult.verdict: expected pass, fail or unknown; got {self.verdict!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.facts.run_id,
+            "verdict": self.verdict,
+            "guarantee": self.guarantee,
+            "engine": self.engine,
+            "failed_by": list(self.failed_by),
+            "expected": list(self.expected),
+            "facts": self.facts.to_dict(),
+        }
+
+    def to_json(self) -> str:
+        """Stable JSON: keys in a fixed order (sorted), two-space indent, trailing newline."""
+        return json.dumps(self.to_dict(), sort_keys=True, indent=2, allow_nan=False) + "\n"
+
+
+def judge(facts: AuditFacts, guarantee: str, engine: str) -> AuditResult:
+    """Apply the policy of ``guarantee`` to ``facts``."""
+    if guarantee not in GUARANTEES:
+        raise UnknownGuarantee(f"guarantee: expected one of {', '.join(GUARANTEES)}; got {guarantee!r}")
+    fatal = FATAL[guarantee]
+    counts = facts.counts()
+    failed_by = tuple(name for name in ANOMALIES if counts[name] and name in fatal)
+    expected = tuple(name for name in ANOMALIES if counts[name] and name not in fatal)
+    verdict: Verdict = "unknown" if facts.problems else ("fail" if failed_by else "pass")
+    return AuditResult(facts, guarantee, engine, verdict, failed_by, expected)  # type: ignore[arg-type]

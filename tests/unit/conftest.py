@@ -1,0 +1,34 @@
+"""Unit-test glue: the Hypothesis profile and one small local Spark session for the audit tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "chaos-ci",
+    deadline=None,
+    max_examples=200,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.register_profile("chaos-dev", parent=settings.get_profile("chaos-ci"), max_examples=50)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "chaos-ci"))
+
+
+@pytest.fixture(scope="session")
+def audit_spark() -> Iterator[Any]:
+    """One ``local[2]`` Spark session for the audit tests (2 cores here), few shuffle partitions."""
+    from chaos.audit.spark import spark_session
+
+    spark = spark_session("local[2]", app_name="chaos-audit-tests")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    # the test data is tiny: compiling whole-stage code for the job's many stages costs more than it saves
+    spark.conf.set("spark.sql.codegen.wholeStage", "false")
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()
