@@ -87,7 +87,7 @@ def jars_ensure() -> None:
     from chaos.audit.connector import ensure_connector_jars
 
     for jar in ensure_connector_jars():
-        console.print(str(jar))
+        console.print(str(jar), soft_wrap=True)
 
 
 @jars.command("list")
@@ -99,7 +99,7 @@ def jars_list() -> None:
     if not found:
         raise click.ClickException(f"no jars in {jars_dir()}; run `chaos jars ensure`")
     for jar in found:
-        console.print(str(jar))
+        console.print(str(jar), soft_wrap=True)
 
 
 @cli.command()
