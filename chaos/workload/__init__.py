@@ -7,6 +7,7 @@ results. docs/workload.md describes the profiles, the outcome classification and
 from chaos.workload.common import ClientLogBridge, Sink, generation_of, member_id_of
 from chaos.workload.consumer import (
     COMMIT_STRATEGIES,
+    ChildProcess,
     CommitStrategy,
     ConsumerGroup,
     MemberSpec,
@@ -37,7 +38,15 @@ from chaos.workload.profiles import (
     time_profile,
 )
 from chaos.workload.readers import DrainSummary, RestoreReader, RestoreResult, drain
+from chaos.workload.runner import (
+    THROUGHPUT_CONSUMER,
+    THROUGHPUT_PRODUCER,
+    WorkloadPlan,
+    WorkloadResult,
+    run_workload,
+)
 from chaos.workload.sampler import ClusterSampler
+from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec, run_txn_worker
 
 __all__ = [
     "ACKS1",
@@ -48,7 +57,10 @@ __all__ = [
     "FIRE_AND_FORGET",
     "IDEMPOTENT",
     "PROFILES",
+    "THROUGHPUT_CONSUMER",
+    "THROUGHPUT_PRODUCER",
     "TRANSACTIONAL",
+    "ChildProcess",
     "Classified",
     "ClientLogBridge",
     "ClientProfile",
@@ -68,6 +80,10 @@ __all__ = [
     "Sink",
     "ThreadMember",
     "TimeProfile",
+    "TransactionalWorker",
+    "TxnWorkerSpec",
+    "WorkloadPlan",
+    "WorkloadResult",
     "admin_config",
     "classify_delivery_error",
     "classify_produce_exception",
@@ -79,5 +95,7 @@ __all__ = [
     "producer_config",
     "profile",
     "run_member",
+    "run_txn_worker",
+    "run_workload",
     "time_profile",
 ]

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal, Self, get_args
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -357,16 +357,19 @@ class ThreadMember:
         return self.start()
 
 
-class ProcessMember:
-    """A member in a child Python process; its events come back over a pipe into ``sink``.
+class ChildProcess:
+    """A workload actor in a child Python process (``python -m <module>``) whose events come back over a pipe.
 
-    :meth:`stop` asks the child to close gracefully (SIGTERM → ``consumer.close()``);
-    :meth:`crash` SIGKILLs it.
-    Events the child wrote to the pipe before a kill are kept; the rest is lost, as in a real crash.
+    The child reads one JSON line (its spec) from stdin and writes each event as one flushed JSON line to
+    stdout. :meth:`stop` asks it to close gracefully (SIGTERM); :meth:`crash` SIGKILLs it. Events the child
+    wrote to the pipe before a kill are kept; the rest is lost, as in a real crash.
     """
 
-    def __init__(self, spec: MemberSpec, sink: Sink) -> None:
-        self.spec = spec
+    module: str = "chaos.workload.member_child"
+
+    def __init__(self, name: str, payload: str, sink: Sink) -> None:
+        self.name = name
+        self._payload = payload
         self._sink = sink
         self._proc: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
@@ -383,24 +386,29 @@ class ProcessMember:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    def start(self) -> ProcessMember:
+    @property
+    def returncode(self) -> int | None:
+        """The child's exit status (negative: killed by that signal), ``None`` while it runs."""
+        return self._proc.poll() if self._proc is not None else None
+
+    def start(self) -> Self:
         if self.running:
-            raise WorkloadError(f"member {self.spec.name} is already running")
+            raise WorkloadError(f"{self.name} is already running")
         self.error = None
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "chaos.workload.member_child"],
+            [sys.executable, "-m", self.module],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
         )
         assert self._proc.stdin is not None
-        self._proc.stdin.write(self.spec.to_json().encode() + b"\n")
+        self._proc.stdin.write(self._payload.encode() + b"\n")
         self._proc.stdin.close()
         self._reader = threading.Thread(
-            target=self._read, args=(self._proc,), daemon=True, name=f"member-pipe-{self.spec.name}"
+            target=self._read, args=(self._proc,), daemon=True, name=f"child-pipe-{self.name}"
         )
         self._reader.start()
         self._stderr_thread = threading.Thread(target=self._read_stderr, args=(self._proc,), daemon=True)
@@ -440,8 +448,14 @@ class ProcessMember:
                 thread.join(5.0)
         return code
 
+    def wait(self, timeout_s: float) -> int | None:
+        """Wait for the child to exit by itself; its exit status, or ``None`` if it still runs."""
+        if self._proc is None:
+            raise WorkloadError(f"{self.name} was never started")
+        return self._wait(timeout_s)
+
     def stop(self, timeout_s: float = 30.0) -> None:
-        """Graceful: SIGTERM, the child closes its consumer; SIGKILL if it has not exited in ``timeout_s``."""
+        """Graceful: SIGTERM, the child closes its clients; SIGKILL if it has not exited in ``timeout_s``."""
         if self._proc is None:
             return
         if self._proc.poll() is None:
@@ -451,28 +465,38 @@ class ProcessMember:
             self._proc.kill()
             self._wait(STOP_GRACE_S)
             raise WorkloadError(
-                f"member {self.spec.name} did not close within {timeout_s} s; killed it\n"
-                + "\n".join(self._stderr)
+                f"{self.name} did not close within {timeout_s} s; killed it\n" + "\n".join(self._stderr)
             )
         if code not in (0, -signal.SIGTERM):
-            raise WorkloadError(f"member {self.spec.name} exited with {code}:\n" + "\n".join(self._stderr))
+            raise WorkloadError(f"{self.name} exited with {code}:\n" + "\n".join(self._stderr))
         if self.error is not None:
-            raise WorkloadError(f"member {self.spec.name}: bad event from the child: {self.error!r}")
+            raise WorkloadError(f"{self.name}: bad event from the child: {self.error!r}")
 
     def crash(self) -> None:
         """SIGKILL the child: no close, no commit, no LeaveGroup."""
         if self._proc is None or self._proc.poll() is not None:
-            raise WorkloadError(f"member {self.spec.name} is not running")
+            raise WorkloadError(f"{self.name} is not running")
         self._proc.kill()
         self._wait(10.0)
 
-    def restart(self) -> ProcessMember:
+    def restart(self) -> Self:
         if self.running:
             self.stop()
         return self.start()
 
     def stderr_tail(self) -> list[str]:
         return list(self._stderr)
+
+
+class ProcessMember(ChildProcess):
+    """A group member in a child process (``python -m chaos.workload.member_child``); see
+    :class:`ChildProcess`. ``stop()`` closes the consumer gracefully, ``crash()`` is SIGKILL."""
+
+    module = "chaos.workload.member_child"
+
+    def __init__(self, spec: MemberSpec, sink: Sink) -> None:
+        super().__init__(spec.name, spec.to_json(), sink)
+        self.spec = spec
 
 
 Member = ThreadMember | ProcessMember

@@ -14,17 +14,23 @@ import threading
 from types import FrameType
 
 from chaos.history.events import Event
+from chaos.workload.common import Sink
 from chaos.workload.consumer import MemberSpec, run_member
 
 
-def main() -> int:
-    spec = MemberSpec.from_json(sys.stdin.readline())
+def stop_on_sigterm() -> threading.Event:
+    """An event set by SIGTERM (the parent's graceful stop)."""
     stop = threading.Event()
 
     def on_term(_signum: int, _frame: FrameType | None) -> None:
         stop.set()
 
     signal.signal(signal.SIGTERM, on_term)
+    return stop
+
+
+def pipe_sink() -> Sink:
+    """A sink writing each event as one JSON line to stdout, flushed per event (survives a SIGKILL)."""
     out = sys.stdout.buffer
     lock = threading.Lock()
 
@@ -34,7 +40,13 @@ def main() -> int:
             out.write(line)
             out.flush()
 
-    run_member(spec, sink, stop)
+    return sink
+
+
+def main() -> int:
+    spec = MemberSpec.from_json(sys.stdin.readline())
+    stop = stop_on_sigterm()
+    run_member(spec, pipe_sink(), stop)
     return 0
 
 

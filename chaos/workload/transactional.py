@@ -1,0 +1,333 @@
+"""The transactional consume-transform-produce worker (CATALOG.md O6).
+
+One iteration: ``consume()`` a batch of the input topic (``isolation.level=read_committed``, no auto
+commit), ``begin_transaction()``, produce each record's value and key unchanged to the output topic,
+``send_offsets_to_transaction()`` with the next offsets of the batch and the consumer's group metadata,
+``commit_transaction()``. Recorded: a :class:`Delivery` per input record, a :class:`TxnMarker` ``begin``
+(after the call returns), then ``commit`` (``value_ids`` produced, ``offsets`` sent) or ``abort``.
+
+Errors follow librdkafka's transactional API: ``txn_requires_abort()`` → ``abort_transaction()`` and the
+consumer is rewound to its committed offsets (the batch is processed again); a retriable commit error is
+retried; anything else (fatal: e.g. fenced by a newer instance) records the commit as ``info`` and ends
+the worker with :class:`~chaos.errors.WorkloadError`.
+
+The worker runs in a child process (:class:`TransactionalWorker`, ``python -m
+chaos.workload.transactional``) so that it can crash for real: :meth:`~ChildProcess.crash` SIGKILLs it at
+any moment, and ``crash_in_txn=n`` makes it SIGKILL itself inside its n-th transaction, after the records
+were produced and flushed to the log but before the commit. A restart with the same ``transactional.id``
+calls ``init_transactions()``, which fences the dead instance and aborts its open transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from chaos.errors import ConfigError, WorkloadError
+from chaos.history.events import ClientLog, Delivery, PartitionOffset, Rebalance, TxnMarker
+from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text, generation_of, member_id_of
+from chaos.workload.consumer import ChildProcess, _batch_offsets, _offsets, _value_id_or_none
+from chaos.workload.profiles import (
+    CI,
+    TRANSACTIONAL,
+    ClientProfile,
+    ConfigValue,
+    TimeProfile,
+    consumer_config,
+    producer_config,
+)
+
+COMMIT_RETRIES = 3
+
+
+@dataclass(frozen=True)
+class TxnWorkerSpec:
+    """One transactional worker. Build it with :meth:`build`; ``consumer`` / ``producer`` are full client
+    configurations without callbacks (``producer`` carries the ``transactional.id``)."""
+
+    name: str
+    run_id: str
+    group: str
+    input_topic: str
+    output_topic: str
+    consumer: dict[str, Any]
+    producer: dict[str, Any]
+    batch_size: int = 50
+    poll_timeout_s: float = 0.5
+    duration_s: float = 120.0
+    api_timeout_s: float = 12.0
+    crash_in_txn: int | None = None
+
+    def __post_init__(self) -> None:
+        if "transactional.id" not in self.producer:
+            raise ConfigError("TxnWorkerSpec.producer: set transactional.id (use TxnWorkerSpec.build)")
+        if not 1 <= self.batch_size <= 10_000:
+            raise ConfigError(f"TxnWorkerSpec.batch_size: expected 1..10000; got {self.batch_size!r}")
+        if not 0 < self.poll_timeout_s <= 10 or not self.duration_s > 0 or not self.api_timeout_s > 0:
+            raise ConfigError(
+                "TxnWorkerSpec: expected poll_timeout_s in (0, 10], duration_s and api_timeout_s > 0"
+            )
+        if self.crash_in_txn is not None and self.crash_in_txn < 1:
+            raise ConfigError(
+                f"TxnWorkerSpec.crash_in_txn: expected a transaction number >= 1; got {self.crash_in_txn}"
+            )
+        bad = {"on_commit", "error_cb", "logger", "on_delivery"} & (set(self.consumer) | set(self.producer))
+        if bad:
+            raise ConfigError(f"TxnWorkerSpec: remove {sorted(bad)}; the worker sets its own callbacks")
+
+    @property
+    def transactional_id(self) -> str:
+        return str(self.producer["transactional.id"])
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        run_id: str,
+        bootstrap_servers: str,
+        group: str,
+        input_topic: str,
+        output_topic: str,
+        *,
+        client: ClientProfile = TRANSACTIONAL,
+        time_profile: TimeProfile = CI,
+        consumer_overrides: Mapping[str, ConfigValue] | None = None,
+        producer_overrides: Mapping[str, ConfigValue] | None = None,
+        **options: Any,
+    ) -> TxnWorkerSpec:
+        """A spec whose ``transactional.id`` derives from ``name`` (``chaos-<name>``): a restart under the
+        same name fences the previous instance."""
+        if not client.transactional:
+            raise ConfigError(f"TxnWorkerSpec.build: profile {client.name!r} is not transactional")
+        consumer = consumer_config(client, bootstrap_servers, name, group, time_profile, consumer_overrides)
+        consumer.update({"isolation.level": "read_committed", "enable.auto.commit": False})
+        consumer["enable.auto.offset.store"] = False
+        producer = producer_config(client, bootstrap_servers, name, time_profile, producer_overrides)
+        options.setdefault("api_timeout_s", time_profile.api_timeout_s)
+        return cls(
+            name=name,
+            run_id=run_id,
+            group=group,
+            input_topic=input_topic,
+            output_topic=output_topic,
+            consumer=consumer,
+            producer=producer,
+            **options,
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> TxnWorkerSpec:
+        return cls(**json.loads(text))
+
+
+def _rewind(consumer: Consumer, timeout_s: float) -> None:
+    """Seek every assigned partition back to its committed offset (or the beginning if none)."""
+    assignment = consumer.assignment()
+    if not assignment:
+        return
+    for tp in consumer.committed(assignment, timeout=timeout_s):
+        target = tp.offset if tp.offset >= 0 else -2  # OFFSET_BEGINNING
+        consumer.seek(TopicPartition(tp.topic, tp.partition, target))
+
+
+def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> int:
+    """Run the worker until ``stop`` is set or ``duration_s`` passes; returns the transactions committed."""
+    logs = ClientLogBridge(sink, spec.run_id, spec.name)
+    tid = spec.transactional_id
+    timeout = spec.api_timeout_s
+    pconf = dict(spec.producer)
+    pconf.update(logs.callbacks())
+    producer = Producer(pconf)
+    started = time.monotonic()
+    producer.init_transactions(timeout)  # fences earlier instances; aborts their open transaction
+    sink(
+        ClientLog(
+            run_id=spec.run_id,
+            process=spec.name,
+            level="info",
+            facility="TXN_INIT",
+            message=f"init_transactions({tid}) returned in {(time.monotonic() - started) * 1000:.0f} ms",
+        )
+    )
+    cconf = dict(spec.consumer)
+    cconf["group.id"] = spec.group
+    cconf.update(logs.callbacks())
+    consumer = Consumer(cconf)
+
+    def common() -> dict[str, Any]:
+        return {
+            "run_id": spec.run_id,
+            "process": spec.name,
+            "group": spec.group,
+            "member": member_id_of(consumer),
+            "generation": generation_of(consumer),
+        }
+
+    def on_rebalance(
+        action: Literal["assign", "revoke", "lost"],
+    ) -> Callable[[Consumer, list[TopicPartition]], None]:
+        def callback(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            sink(Rebalance(action=action, partitions=_offsets(partitions), **common()))
+
+        return callback
+
+    def marker(
+        action: Literal["begin", "commit", "abort"],
+        outcome: Literal["ok", "fail", "info"] = "ok",
+        value_ids: Sequence[str] = (),
+        offsets: tuple[PartitionOffset, ...] = (),
+        exc: BaseException | None = None,
+    ) -> None:
+        sink(
+            TxnMarker(
+                run_id=spec.run_id,
+                process=spec.name,
+                action=action,
+                transactional_id=tid,
+                outcome=outcome,
+                value_ids=tuple(value_ids),
+                offsets=offsets,
+                error=error_name(exc) if exc is not None else None,
+                message=error_text(exc) if exc is not None else None,
+            )
+        )
+
+    committed = 0
+    txns = 0
+    try:
+        consumer.subscribe(
+            [spec.input_topic],
+            on_assign=on_rebalance("assign"),
+            on_revoke=on_rebalance("revoke"),
+            on_lost=on_rebalance("lost"),
+        )
+        deadline = started + spec.duration_s
+        while not stop.is_set() and time.monotonic() < deadline:
+            messages = consumer.consume(num_messages=spec.batch_size, timeout=spec.poll_timeout_s)
+            records = _records(spec, sink, messages)
+            if not records:
+                continue
+            producer.begin_transaction()
+            txns += 1
+            marker("begin")
+            base = common()
+            value_ids: list[str] = []
+            for msg in records:
+                raw_key = msg.key()
+                vid = _value_id_or_none(msg.value())
+                sink(
+                    Delivery(
+                        topic=msg.topic() or spec.input_topic,
+                        partition=msg.partition() or 0,
+                        offset=msg.offset() or 0,
+                        value_id=vid,
+                        key=raw_key.decode("utf-8", "replace") if raw_key is not None else None,
+                        **base,
+                    )
+                )
+                producer.produce(spec.output_topic, value=msg.value(), key=raw_key)
+                if vid is not None:
+                    value_ids.append(vid)
+            if spec.crash_in_txn == txns:
+                producer.flush(timeout)  # the records are in the log, the transaction is open
+                os.kill(os.getpid(), signal.SIGKILL)
+            offsets = _batch_offsets(records)
+            if _commit(producer, consumer, offsets, timeout, marker, value_ids):
+                committed += 1
+            else:
+                _rewind(consumer, timeout)
+    finally:
+        consumer.close()
+        producer.flush(timeout)
+        logs.detach()
+    return committed
+
+
+def _records(spec: TxnWorkerSpec, sink: Sink, messages: Sequence[Message]) -> list[Message]:
+    records = []
+    for msg in messages:
+        err = msg.error()
+        if err is None:
+            records.append(msg)
+            continue
+        sink(
+            ClientLog(
+                run_id=spec.run_id,
+                process=spec.name,
+                level="error",
+                message=err.str(),
+                facility="CONSUME",
+                error=err.name(),
+                retriable=err.retriable(),
+                fatal=err.fatal(),
+            )
+        )
+    return records
+
+
+def _commit(
+    producer: Producer,
+    consumer: Consumer,
+    offsets: list[TopicPartition],
+    timeout: float,
+    marker: Callable[..., None],
+    value_ids: list[str],
+) -> bool:
+    """Send the offsets and commit; True if committed, False if aborted (the caller rewinds)."""
+    recorded = _offsets(offsets)
+    for attempt in range(COMMIT_RETRIES):
+        try:
+            if attempt == 0:
+                producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), timeout)
+            producer.commit_transaction(timeout)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if err is not None and err.txn_requires_abort():
+                producer.abort_transaction(timeout)
+                marker("abort", "ok", value_ids, recorded, exc)  # error names the cause
+                return False
+            if err is not None and err.retriable() and attempt + 1 < COMMIT_RETRIES:
+                continue
+            marker("commit", "info", value_ids, recorded, exc)  # the commit may or may not have happened
+            raise WorkloadError(f"commit_transaction failed: {error_text(exc)}") from exc
+        marker("commit", "ok", value_ids, recorded)
+        return True
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class TransactionalWorker(ChildProcess):
+    """The worker in a child process; events come back over a pipe into ``sink`` (see :class:`ChildProcess`).
+
+    ``stop()`` ends it gracefully (the current transaction completes); ``crash()`` SIGKILLs it.
+    """
+
+    module = "chaos.workload.transactional"
+
+    def __init__(self, spec: TxnWorkerSpec, sink: Sink) -> None:
+        super().__init__(spec.name, spec.to_json(), sink)
+        self.spec = spec
+
+
+def main() -> int:
+    from chaos.workload.member_child import pipe_sink, stop_on_sigterm
+
+    spec = TxnWorkerSpec.from_json(sys.stdin.readline())
+    stop = stop_on_sigterm()
+    run_txn_worker(spec, pipe_sink(), stop)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
