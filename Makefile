@@ -24,6 +24,7 @@ test: provision lint
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 clean: setup

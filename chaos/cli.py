@@ -156,7 +156,11 @@ def audit(
 
     topic = TopicSource(bootstrap, topics) if bootstrap else None
     result = audit_run(
-        run_dir, guarantee=guarantee, engine=engine, master=spark_master, topic=topic  # type: ignore[arg-type]
+        run_dir,
+        guarantee=guarantee,
+        engine=engine,  # type: ignore[arg-type]  # click.Choice guarantees the literal
+        master=spark_master,
+        topic=topic,
     )
     colour = {"pass": "green", "fail": "red", "unknown": "yellow"}[result.verdict]
     console.print(f"[{colour}]{result.verdict}[/{colour}] ({guarantee}, {engine}): {audit_path(run_dir)}")

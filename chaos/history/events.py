@@ -56,7 +56,14 @@ REBALANCE_ACTIONS: Final[tuple[str, ...]] = ("assign", "revoke", "lost")
 FAULT_ACTIONS: Final[tuple[str, ...]] = ("inject", "heal")
 TXN_ACTIONS: Final[tuple[str, ...]] = ("begin", "commit", "abort")
 LOG_LEVELS: Final[tuple[str, ...]] = (
-    "emergency", "alert", "critical", "error", "warning", "notice", "info", "debug"
+    "emergency",
+    "alert",
+    "critical",
+    "error",
+    "warning",
+    "notice",
+    "info",
+    "debug",
 )  # syslog severities 0..7, the scale librdkafka's log callback uses
 
 COMMON_COLUMNS: Final[tuple[str, ...]] = ("run_id", "kind", "ts", "mono", "process")
@@ -141,7 +148,13 @@ def _check_opt_str(owner: object, name: str, value: object) -> None:
 
 
 def _check_int(
-    owner: object, name: str, value: object, *, lo: int = 0, hi: int = INT64_MAX, optional: bool = False,
+    owner: object,
+    name: str,
+    value: object,
+    *,
+    lo: int = 0,
+    hi: int = INT64_MAX,
+    optional: bool = False,
     hint: str = "",
 ) -> None:
     if value is None and optional:
@@ -179,7 +192,8 @@ def _check_error(owner: object, name: str, value: object, *, required: bool) -> 
         return
     if type(value) is not str or _ERROR_RE.fullmatch(value) is None:
         raise _fail(
-            owner, name,
+            owner,
+            name,
             "an error code name such as '_MSG_TIMED_OUT' or 'NOT_ENOUGH_REPLICAS' (KafkaError.name()) "
             "or an exception class name; put free text in 'message'" + ("" if required else ", or None"),
             value,
@@ -191,8 +205,10 @@ def _check_value_id(owner: object, name: str, value: object, *, optional: bool =
         return
     if type(value) is not str or _VALUE_ID_RE.fullmatch(value) is None:
         raise _fail(
-            owner, name,
-            "a value id 'run_id:producer:seq' (see value_id_for)" + (" or None" if optional else ""), value,
+            owner,
+            name,
+            "a value id 'run_id:producer:seq' (see value_id_for)" + (" or None" if optional else ""),
+            value,
         )
 
 
@@ -234,8 +250,13 @@ class PartitionOffset:
     def __post_init__(self) -> None:
         _check_topic(self, "topic", self.topic)
         _check_int(self, "partition", self.partition, hi=INT32_MAX)
-        _check_int(self, "offset", self.offset, optional=True,
-                   hint=" (librdkafka's logical offsets like -1001 mean 'none': pass None)")
+        _check_int(
+            self,
+            "offset",
+            self.offset,
+            optional=True,
+            hint=" (librdkafka's logical offsets like -1001 mean 'none': pass None)",
+        )
         _check_error(self, "error", self.error, required=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -262,8 +283,14 @@ class PartitionState:
     def __post_init__(self) -> None:
         _check_topic(self, "topic", self.topic)
         _check_int(self, "partition", self.partition, hi=INT32_MAX)
-        _check_int(self, "leader", self.leader, hi=INT32_MAX, optional=True,
-                   hint=" (a broker id; librdkafka's -1 means no leader: pass None)")
+        _check_int(
+            self,
+            "leader",
+            self.leader,
+            hi=INT32_MAX,
+            optional=True,
+            hint=" (a broker id; librdkafka's -1 means no leader: pass None)",
+        )
         _check_tuple(self, "isr", self.isr, int, "broker ids (int)")
         _check_tuple(self, "replicas", self.replicas, int, "broker ids (int)")
         _check_error(self, "error", self.error, required=False)
@@ -276,8 +303,12 @@ class PartitionState:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
-            "topic": self.topic, "partition": self.partition, "leader": self.leader,
-            "isr": list(self.isr), "replicas": list(self.replicas), "error": self.error,
+            "topic": self.topic,
+            "partition": self.partition,
+            "leader": self.leader,
+            "isr": list(self.isr),
+            "replicas": list(self.replicas),
+            "error": self.error,
         }
 
     @classmethod
@@ -335,8 +366,13 @@ class Event:
             ts = float(ts)
             object.__setattr__(self, "ts", ts)
         if type(ts) is float and 0.0 <= ts < EPOCH_2000:
-            raise _fail(self, "ts", "wall-clock epoch seconds from time.time(); this looks like "
-                        "time.monotonic(), which belongs in 'mono'", ts)
+            raise _fail(
+                self,
+                "ts",
+                "wall-clock epoch seconds from time.time(); this looks like "
+                "time.monotonic(), which belongs in 'mono'",
+                ts,
+            )
         if type(ts) is not float or not EPOCH_2000 <= ts < 1e11:
             raise _fail(self, "ts", "wall-clock epoch seconds from time.time(), in [946684800, 1e11)", ts)
 
@@ -346,7 +382,10 @@ class Event:
     def to_row(self) -> dict[str, Any]:
         """This event as a JSON-ready dict: the common columns and this kind's columns (``None`` kept)."""
         row: dict[str, Any] = {
-            "run_id": self.run_id, "kind": self.kind, "ts": self.ts, "mono": self.mono,
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "ts": self.ts,
+            "mono": self.mono,
             "process": self.process,
         }
         tuple_items = self._tuple_items
@@ -381,8 +420,10 @@ class Event:
                     value = tuple(item.from_dict(v) for v in value) if item is not None else tuple(value)
                 kwargs[name] = value
             elif value is not None and name not in ("kind", "index"):
-                raise InvalidEvent(f"row of kind {kind!r} has a value in column {name!r}, which that kind "
-                                   f"does not use; its columns are {', '.join(target._columns)}")
+                raise InvalidEvent(
+                    f"row of kind {kind!r} has a value in column {name!r}, which that kind "
+                    f"does not use; its columns are {', '.join(target._columns)}"
+                )
         for name in ("ts", "mono"):
             if name not in kwargs:
                 raise InvalidEvent(f"row of kind {kind!r}: column {name!r} is missing")
@@ -407,7 +448,7 @@ def _register(cls: _EventT) -> _EventT:
         columns.append(f.name)
         annotation = str(f.type)
         if annotation.startswith("tuple["):
-            tuple_items[f.name] = _STRUCTS.get(annotation[len("tuple["):].split(",")[0].strip())
+            tuple_items[f.name] = _STRUCTS.get(annotation[len("tuple[") :].split(",")[0].strip())
     cls._columns = tuple(columns)
     cls._tuple_items = tuple_items
     EVENT_TYPES[cls.kind] = cls
@@ -434,8 +475,12 @@ class SendInvoke(Event):
         _check_name(self, "producer", self.producer)
         _check_int(self, "seq", self.seq)
         if type(self.value_id) is not str or self.value_id != f"{self.run_id}:{self.producer}:{self.seq}":
-            raise _fail(self, "value_id", f"value_id_for(run_id, producer, seq) = "
-                        f"{self.run_id}:{self.producer}:{self.seq!r}", self.value_id)
+            raise _fail(
+                self,
+                "value_id",
+                f"value_id_for(run_id, producer, seq) = {self.run_id}:{self.producer}:{self.seq!r}",
+                self.value_id,
+            )
         _check_topic(self, "topic", self.topic)
         _check_opt_str(self, "key", self.key)
         _check_int(self, "partition", self.partition, hi=INT32_MAX, optional=True)
@@ -469,8 +514,13 @@ class SendOutcome(Event):
         outcome = self.outcome
         _check_choice(self, "outcome", outcome, OUTCOMES)
         _check_int(self, "partition", self.partition, hi=INT32_MAX, optional=outcome != "ok")
-        _check_int(self, "offset", self.offset, optional=True,
-                   hint=" (librdkafka's -1001 means no offset: pass None)")
+        _check_int(
+            self,
+            "offset",
+            self.offset,
+            optional=True,
+            hint=" (librdkafka's -1001 means no offset: pass None)",
+        )
         if outcome != "ok" and self.offset is not None:
             raise _fail(self, "offset", f"None for outcome {outcome!r} (only 'ok' has one)", self.offset)
         if self.latency_ms is not None:
@@ -511,8 +561,14 @@ class Delivery(Event):
         _check_value_id(self, "value_id", self.value_id, optional=True)
         _check_opt_str(self, "key", self.key)
         _check_text(self, "member", self.member, optional=True)
-        _check_int(self, "generation", self.generation, hi=INT32_MAX, optional=True,
-                   hint=" (librdkafka's -1 means no generation: pass None)")
+        _check_int(
+            self,
+            "generation",
+            self.generation,
+            hi=INT32_MAX,
+            optional=True,
+            hint=" (librdkafka's -1 means no generation: pass None)",
+        )
 
 
 @_register
@@ -538,8 +594,14 @@ class Commit(Event):
         _check_choice(self, "outcome", self.outcome, OUTCOMES)
         _check_tuple(self, "offsets", self.offsets, PartitionOffset, "PartitionOffset")
         _check_text(self, "member", self.member, optional=True)
-        _check_int(self, "generation", self.generation, hi=INT32_MAX, optional=True,
-                   hint=" (librdkafka's -1 means no generation: pass None)")
+        _check_int(
+            self,
+            "generation",
+            self.generation,
+            hi=INT32_MAX,
+            optional=True,
+            hint=" (librdkafka's -1 means no generation: pass None)",
+        )
         _check_error(self, "error", self.error, required=self.outcome != "ok")
         _check_opt_str(self, "message", self.message)
 
@@ -561,8 +623,14 @@ class Rebalance(Event):
         _check_text(self, "group", self.group)
         _check_tuple(self, "partitions", self.partitions, PartitionOffset, "PartitionOffset")
         _check_text(self, "member", self.member, optional=True)
-        _check_int(self, "generation", self.generation, hi=INT32_MAX, optional=True,
-                   hint=" (librdkafka's -1 means no generation: pass None)")
+        _check_int(
+            self,
+            "generation",
+            self.generation,
+            hi=INT32_MAX,
+            optional=True,
+            hint=" (librdkafka's -1 means no generation: pass None)",
+        )
 
 
 @_register
@@ -670,8 +738,14 @@ class ClusterSample(Event):
     message: str | None = None
 
     def _validate(self) -> None:
-        _check_int(self, "controller", self.controller, hi=INT32_MAX, optional=True,
-                   hint=" (a broker id; pass None when unknown)")
+        _check_int(
+            self,
+            "controller",
+            self.controller,
+            hi=INT32_MAX,
+            optional=True,
+            hint=" (a broker id; pass None when unknown)",
+        )
         _check_tuple(self, "brokers", self.brokers, int, "broker ids (int)")
         _check_tuple(self, "partition_states", self.partition_states, PartitionState, "PartitionState")
         _check_int(self, "offline_partitions", self.offline_partitions, hi=INT32_MAX, optional=True)
@@ -786,7 +860,14 @@ def syslog_level(level: int) -> LogLevel:
     if type(level) is not int or not 0 <= level <= 7:
         raise InvalidEvent(f"syslog level: expected an int in [0, 7]; got {level!r}")
     names: tuple[LogLevel, ...] = (
-        "emergency", "alert", "critical", "error", "warning", "notice", "info", "debug"
+        "emergency",
+        "alert",
+        "critical",
+        "error",
+        "warning",
+        "notice",
+        "info",
+        "debug",
     )
     return names[level]
 

@@ -72,7 +72,8 @@ class RunDir:
         if not self.history_dir.is_dir():
             return []
         return sorted(
-            p for p in self.history_dir.iterdir()
+            p
+            for p in self.history_dir.iterdir()
             if p.name.startswith(SEGMENT_PREFIX) and p.name.endswith(SEGMENT_SUFFIX)
         )
 
@@ -118,8 +119,13 @@ class WriterLock:
 
 def header_line(run_id: str, segment: int, created_ts: float) -> bytes:
     """The first line of a segment."""
-    header = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "segment": segment,
-              "pid": os.getpid(), "created_ts": created_ts}
+    header = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "segment": segment,
+        "pid": os.getpid(),
+        "created_ts": created_ts,
+    }
     return (json.dumps({HEADER_KEY: header}, separators=(",", ":")) + "\n").encode()
 
 
@@ -130,8 +136,9 @@ def parse_header(line: bytes, path: Path) -> dict[str, Any]:
         header = obj[HEADER_KEY]
         version = header["schema_version"]
     except (ValueError, KeyError, TypeError):
-        raise HistoryError(f"{path}: first line is not a chaos history header; is this a history "
-                           f"segment?") from None
+        raise HistoryError(
+            f"{path}: first line is not a chaos history header; is this a history segment?"
+        ) from None
     if not isinstance(header, dict):
         raise HistoryError(f"{path}: malformed header {obj!r}")
     if type(version) is not int or version > SCHEMA_VERSION or version < 1:

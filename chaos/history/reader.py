@@ -70,10 +70,10 @@ def read_segment(path: Path) -> SegmentRead:
     if first_newline < 0:  # killed while writing the header: no events yet
         return SegmentRead(path, empty_table(), None, 1 if data else 0)
     header = parse_header(data[:first_newline], path)
-    body = data[first_newline + 1:]
+    body = data[first_newline + 1 :]
     torn = 0
     last_newline = body.rfind(b"\n")
-    tail = body[last_newline + 1:]
+    tail = body[last_newline + 1 :]
     if tail.strip():
         body = body[: last_newline + 1]
         try:

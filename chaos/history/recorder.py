@@ -47,8 +47,9 @@ def _encode_bool(value: bool) -> str:
 
 
 def _encode_tuple(value: tuple[object, ...]) -> str:
-    return _encode_json([v.to_dict() if isinstance(v, PartitionOffset | PartitionState) else v
-                         for v in value])
+    return _encode_json(
+        [v.to_dict() if isinstance(v, PartitionOffset | PartitionState) else v for v in value]
+    )
 
 
 _FieldEncoder = tuple[str, str, Callable[[Any], str]]
@@ -90,8 +91,10 @@ def encode_events(events: Iterable[Event], first_index: int) -> bytes:
     for event in events:
         cls = type(event)
         encoders = _encoders.get(cls) or _field_encoders(cls)
-        append(f'{{"index":{index},"run_id":"{event.run_id}","kind":"{cls.kind}","ts":{event.ts!r},'
-               f'"mono":{event.mono!r},"process":"{event.process}"')  # names are validated: no escaping
+        append(
+            f'{{"index":{index},"run_id":"{event.run_id}","kind":"{cls.kind}","ts":{event.ts!r},'
+            f'"mono":{event.mono!r},"process":"{event.process}"'
+        )  # names are validated: no escaping
         for name, prefix, encoder in encoders:
             value = getattr(event, name)
             if value is not None:
@@ -141,8 +144,10 @@ class Recorder:
     ) -> None:
         _check_name(self, "run_id", run_id)
         if not 0 < flush_interval <= MAX_FLUSH_INTERVAL:
-            raise HistoryError(f"Recorder.flush_interval: expected seconds in (0, {MAX_FLUSH_INTERVAL}] so "
-                               f"that a killed run keeps all but its last second; got {flush_interval!r}")
+            raise HistoryError(
+                f"Recorder.flush_interval: expected seconds in (0, {MAX_FLUSH_INTERVAL}] so "
+                f"that a killed run keeps all but its last second; got {flush_interval!r}"
+            )
         if type(segment_max_bytes) is not int or segment_max_bytes < 4096:
             raise HistoryError(
                 f"Recorder.segment_max_bytes: expected an int >= 4096; got {segment_max_bytes!r}"
@@ -270,8 +275,9 @@ class Recorder:
         with self._close_lock:
             if self._close_started:
                 if self._parquet is None:
-                    raise HistoryError(f"the recorder for {self._rd.path} failed to close earlier; "
-                                       f"run compact_history on it")
+                    raise HistoryError(
+                        f"the recorder for {self._rd.path} failed to close earlier; run compact_history on it"
+                    )
                 return self._parquet
             self._close_started = True
             with self._lock:
@@ -319,8 +325,9 @@ class Recorder:
 
     def _raise_unusable(self) -> None:
         if self._failure is not None:
-            raise HistoryError(f"the history writer failed; nothing more can be recorded: "
-                               f"{self._failure}") from self._failure
+            raise HistoryError(
+                f"the history writer failed; nothing more can be recorded: {self._failure}"
+            ) from self._failure
         raise HistoryError(f"Recorder.record: the recorder for {self._rd.path} is closed")
 
     def _flush_loop(self) -> None:

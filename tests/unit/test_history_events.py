@@ -52,69 +52,226 @@ def sample_events(run: str = RUN) -> list[Event]:
     """At least one event of every kind, with every optional field set in one of them."""
     p0 = PartitionOffset(topic="chaos", partition=0)
     return [
-        SendInvoke(run_id=run, process="producer-0", value_id=_vid(0, run=run), producer="producer-0",
-                   seq=0, topic="chaos", key="k0"),
-        SendInvoke(run_id=run, process="producer-0", value_id=_vid(1, run=run), producer="producer-0",
-                   seq=1, topic="chaos", key=None, partition=2),
-        SendOutcome(run_id=run, process="producer-0", value_id=_vid(0, run=run), outcome="ok",
-                    partition=1, offset=41, latency_ms=3.5),
-        SendOutcome(run_id=run, process="producer-0", value_id=_vid(1, run=run), outcome="fail",
-                    partition=2, latency_ms=1200.0, error="NOT_ENOUGH_REPLICAS", retriable=True,
-                    fatal=False, message="Broker: Not enough in-sync replicas"),
-        SendOutcome(run_id=run, process="producer-0", value_id=_vid(2, run=run), outcome="info",
-                    error="_MSG_TIMED_OUT", message="Local: Message timed out"),
-        SendOutcome(run_id=run, process="producer-1", value_id=_vid(0, "producer-1", run), outcome="ok",
-                    partition=0),  # acks=0: no offset
-        Delivery(run_id=run, process="consumer-0", group="g1", topic="chaos", partition=1, offset=41,
-                 value_id=_vid(0, run=run), key="k0", member="rdkafka-4c1f-aa", generation=3),
+        SendInvoke(
+            run_id=run,
+            process="producer-0",
+            value_id=_vid(0, run=run),
+            producer="producer-0",
+            seq=0,
+            topic="chaos",
+            key="k0",
+        ),
+        SendInvoke(
+            run_id=run,
+            process="producer-0",
+            value_id=_vid(1, run=run),
+            producer="producer-0",
+            seq=1,
+            topic="chaos",
+            key=None,
+            partition=2,
+        ),
+        SendOutcome(
+            run_id=run,
+            process="producer-0",
+            value_id=_vid(0, run=run),
+            outcome="ok",
+            partition=1,
+            offset=41,
+            latency_ms=3.5,
+        ),
+        SendOutcome(
+            run_id=run,
+            process="producer-0",
+            value_id=_vid(1, run=run),
+            outcome="fail",
+            partition=2,
+            latency_ms=1200.0,
+            error="NOT_ENOUGH_REPLICAS",
+            retriable=True,
+            fatal=False,
+            message="Broker: Not enough in-sync replicas",
+        ),
+        SendOutcome(
+            run_id=run,
+            process="producer-0",
+            value_id=_vid(2, run=run),
+            outcome="info",
+            error="_MSG_TIMED_OUT",
+            message="Local: Message timed out",
+        ),
+        SendOutcome(
+            run_id=run, process="producer-1", value_id=_vid(0, "producer-1", run), outcome="ok", partition=0
+        ),  # acks=0: no offset
+        Delivery(
+            run_id=run,
+            process="consumer-0",
+            group="g1",
+            topic="chaos",
+            partition=1,
+            offset=41,
+            value_id=_vid(0, run=run),
+            key="k0",
+            member="rdkafka-4c1f-aa",
+            generation=3,
+        ),
         Delivery(run_id=run, process="consumer-1", group="g1", topic="chaos", partition=0, offset=7),
-        Commit(run_id=run, process="consumer-0", group="g1", outcome="ok", member="rdkafka-4c1f-aa",
-               generation=3, offsets=(PartitionOffset(topic="chaos", partition=1, offset=42),)),
-        Commit(run_id=run, process="consumer-0", group="g1", outcome="fail", error="UNKNOWN_MEMBER_ID",
-               message="Commit failed: Broker: Unknown member",
-               offsets=(PartitionOffset(topic="chaos", partition=1, offset=50, error="UNKNOWN_MEMBER_ID"),)),
-        Rebalance(run_id=run, process="consumer-0", action="assign", group="g1", member="rdkafka-4c1f-aa",
-                  generation=3, partitions=(p0, PartitionOffset(topic="chaos", partition=1))),
+        Commit(
+            run_id=run,
+            process="consumer-0",
+            group="g1",
+            outcome="ok",
+            member="rdkafka-4c1f-aa",
+            generation=3,
+            offsets=(PartitionOffset(topic="chaos", partition=1, offset=42),),
+        ),
+        Commit(
+            run_id=run,
+            process="consumer-0",
+            group="g1",
+            outcome="fail",
+            error="UNKNOWN_MEMBER_ID",
+            message="Commit failed: Broker: Unknown member",
+            offsets=(PartitionOffset(topic="chaos", partition=1, offset=50, error="UNKNOWN_MEMBER_ID"),),
+        ),
+        Rebalance(
+            run_id=run,
+            process="consumer-0",
+            action="assign",
+            group="g1",
+            member="rdkafka-4c1f-aa",
+            generation=3,
+            partitions=(p0, PartitionOffset(topic="chaos", partition=1)),
+        ),
         Rebalance(run_id=run, process="consumer-0", action="revoke", group="g1", partitions=(p0,)),
         Rebalance(run_id=run, process="consumer-2", action="lost", group="g1", partitions=()),
-        DrainRead(run_id=run, process="drain", isolation="read_committed", topic="chaos", partition=1,
-                  offset=41, value_id=_vid(0, run=run), key="k0"),
-        DrainRead(run_id=run, process="drain", isolation="read_uncommitted", topic="chaos", partition=0,
-                  offset=7),
-        DrainEnd(run_id=run, process="drain", isolation="read_committed", topic="chaos", partition=1,
-                 outcome="ok", low_offset=0, high_offset=42),
-        DrainEnd(run_id=run, process="drain", isolation="read_uncommitted", topic="chaos", partition=2,
-                 outcome="fail", error="_TIMED_OUT", message="list_offsets timed out"),
-        FaultEvent(run_id=run, process="nemesis", action="inject", fault="network_cut", target="broker-2",
-                   params=json_text({"direction": "both", "duration_s": 12.5})),
-        FaultEvent(run_id=run, process="nemesis", action="heal", fault="network_cut", target="broker-2",
-                   error="APIError", message="iptables: exit 1"),
-        ClusterSample(run_id=run, process="probe", controller=1, brokers=(0, 1), offline_partitions=1,
-                      under_replicated=2, group="g1", group_state="Stable",
-                      group_members=("rdkafka-4c1f-aa", "rdkafka-77b0-bb"), duration_ms=12.0,
-                      partition_states=(
-                          PartitionState(topic="chaos", partition=0, leader=0, isr=(0, 1),
-                                         replicas=(0, 1, 2)),
-                          PartitionState(topic="chaos", partition=1, leader=None, isr=(), replicas=(2, 0, 1),
-                                         error="LEADER_NOT_AVAILABLE"),
-                      )),
+        DrainRead(
+            run_id=run,
+            process="drain",
+            isolation="read_committed",
+            topic="chaos",
+            partition=1,
+            offset=41,
+            value_id=_vid(0, run=run),
+            key="k0",
+        ),
+        DrainRead(
+            run_id=run, process="drain", isolation="read_uncommitted", topic="chaos", partition=0, offset=7
+        ),
+        DrainEnd(
+            run_id=run,
+            process="drain",
+            isolation="read_committed",
+            topic="chaos",
+            partition=1,
+            outcome="ok",
+            low_offset=0,
+            high_offset=42,
+        ),
+        DrainEnd(
+            run_id=run,
+            process="drain",
+            isolation="read_uncommitted",
+            topic="chaos",
+            partition=2,
+            outcome="fail",
+            error="_TIMED_OUT",
+            message="list_offsets timed out",
+        ),
+        FaultEvent(
+            run_id=run,
+            process="nemesis",
+            action="inject",
+            fault="network_cut",
+            target="broker-2",
+            params=json_text({"direction": "both", "duration_s": 12.5}),
+        ),
+        FaultEvent(
+            run_id=run,
+            process="nemesis",
+            action="heal",
+            fault="network_cut",
+            target="broker-2",
+            error="APIError",
+            message="iptables: exit 1",
+        ),
+        ClusterSample(
+            run_id=run,
+            process="probe",
+            controller=1,
+            brokers=(0, 1),
+            offline_partitions=1,
+            under_replicated=2,
+            group="g1",
+            group_state="Stable",
+            group_members=("rdkafka-4c1f-aa", "rdkafka-77b0-bb"),
+            duration_ms=12.0,
+            partition_states=(
+                PartitionState(topic="chaos", partition=0, leader=0, isr=(0, 1), replicas=(0, 1, 2)),
+                PartitionState(
+                    topic="chaos",
+                    partition=1,
+                    leader=None,
+                    isr=(),
+                    replicas=(2, 0, 1),
+                    error="LEADER_NOT_AVAILABLE",
+                ),
+            ),
+        ),
         ClusterSample(run_id=run, process="probe", error="_TIMED_OUT", message="describe_cluster timed out"),
-        ClientLog(run_id=run, process="consumer-0", level="warning", facility="MAXPOLL",
-                  error="_MAX_POLL_EXCEEDED", retriable=False, fatal=False,
-                  message="Application maximum poll interval (3000ms) exceeded by 512ms"),
+        ClientLog(
+            run_id=run,
+            process="consumer-0",
+            level="warning",
+            facility="MAXPOLL",
+            error="_MAX_POLL_EXCEEDED",
+            retriable=False,
+            fatal=False,
+            message="Application maximum poll interval (3000ms) exceeded by 512ms",
+        ),
         ClientLog(run_id=run, process="producer-0", level="error", message="无法连接 broker 2 — ümlaut"),
-        ProbeCall(run_id=run, process="restore-0", operation="list_offsets", duration_ms=30001.5,
-                  timeout_ms=30000.0, error="_TIMED_OUT", message="Failed to get offsets",
-                  topic="chaos", partition=2),
-        ProbeCall(run_id=run, process="restore-0", operation="poll", duration_ms=10.25, result="1 msg",
-                  topic="chaos", partition=1, offset=40, low_offset=0, high_offset=42),
+        ProbeCall(
+            run_id=run,
+            process="restore-0",
+            operation="list_offsets",
+            duration_ms=30001.5,
+            timeout_ms=30000.0,
+            error="_TIMED_OUT",
+            message="Failed to get offsets",
+            topic="chaos",
+            partition=2,
+        ),
+        ProbeCall(
+            run_id=run,
+            process="restore-0",
+            operation="poll",
+            duration_ms=10.25,
+            result="1 msg",
+            topic="chaos",
+            partition=1,
+            offset=40,
+            low_offset=0,
+            high_offset=42,
+        ),
         TxnMarker(run_id=run, process="txn-worker-0", action="begin", transactional_id="tx-0", outcome="ok"),
-        TxnMarker(run_id=run, process="txn-worker-0", action="commit", transactional_id="tx-0",
-                  outcome="info", value_ids=(_vid(0, "txn-worker-0", run), _vid(1, "txn-worker-0", run)),
-                  offsets=(PartitionOffset(topic="input", partition=0, offset=10),),
-                  error="_TIMED_OUT"),
-        TxnMarker(run_id=run, process="txn-worker-0", action="abort", transactional_id="tx-0", outcome="ok",
-                  value_ids=(_vid(2, "txn-worker-0", run),)),
+        TxnMarker(
+            run_id=run,
+            process="txn-worker-0",
+            action="commit",
+            transactional_id="tx-0",
+            outcome="info",
+            value_ids=(_vid(0, "txn-worker-0", run), _vid(1, "txn-worker-0", run)),
+            offsets=(PartitionOffset(topic="input", partition=0, offset=10),),
+            error="_TIMED_OUT",
+        ),
+        TxnMarker(
+            run_id=run,
+            process="txn-worker-0",
+            action="abort",
+            transactional_id="tx-0",
+            outcome="ok",
+            value_ids=(_vid(2, "txn-worker-0", run),),
+        ),
     ]
 
 
@@ -156,8 +313,10 @@ def test_clocks_default_to_now_and_ints_become_floats() -> None:
     assert before <= event.ts <= time.time()
     assert event.mono <= time.monotonic()
     assert type(event.duration_ms) is float
-    assert type(ProbeCall(run_id=RUN, process="probe", operation="x", duration_ms=1.0, ts=2_000_000_000).ts) \
+    assert (
+        type(ProbeCall(run_id=RUN, process="probe", operation="x", duration_ms=1.0, ts=2_000_000_000).ts)
         is float
+    )
 
 
 def test_value_id_helpers() -> None:
@@ -186,8 +345,14 @@ def test_event_base_is_abstract() -> None:
 
 
 def _invoke(**kw: object) -> SendInvoke:
-    args: dict[str, object] = {"run_id": RUN, "process": "producer-0", "value_id": _vid(3),
-                               "producer": "producer-0", "seq": 3, "topic": "chaos"}
+    args: dict[str, object] = {
+        "run_id": RUN,
+        "process": "producer-0",
+        "value_id": _vid(3),
+        "producer": "producer-0",
+        "seq": 3,
+        "topic": "chaos",
+    }
     return SendInvoke(**(args | kw))  # type: ignore[arg-type]
 
 
@@ -211,59 +376,159 @@ INVALID: list[tuple[str, Callable[[], object], str]] = [
     ("partition negative", lambda: _invoke(partition=-1), r"SendInvoke\.partition: expected an int in"),
     ("unknown outcome", lambda: _outcome(outcome="timeout"), r"expected one of 'ok', 'fail', 'info'"),
     ("ok without partition", lambda: _outcome(outcome="ok"), r"SendOutcome\.partition"),
-    ("ok with error", lambda: _outcome(outcome="ok", partition=0, offset=1, error="X"),
-     r"SendOutcome\.error: expected None for outcome 'ok'"),
+    (
+        "ok with error",
+        lambda: _outcome(outcome="ok", partition=0, offset=1, error="X"),
+        r"SendOutcome\.error: expected None for outcome 'ok'",
+    ),
     ("logical offset", lambda: _outcome(outcome="ok", partition=0, offset=-1001), r"-1001 means no offset"),
-    ("fail without error", lambda: _outcome(outcome="fail", retriable=False, fatal=False),
-     r"SendOutcome\.error: expected an error code name"),
-    ("fail without retriable", lambda: _outcome(outcome="fail", error="X", fatal=False),
-     r"SendOutcome\.retriable: expected a bool;"),
-    ("fail with offset", lambda: _outcome(outcome="fail", error="X", retriable=True, fatal=False, offset=3),
-     r"only 'ok' has one"),
+    (
+        "fail without error",
+        lambda: _outcome(outcome="fail", retriable=False, fatal=False),
+        r"SendOutcome\.error: expected an error code name",
+    ),
+    (
+        "fail without retriable",
+        lambda: _outcome(outcome="fail", error="X", fatal=False),
+        r"SendOutcome\.retriable: expected a bool;",
+    ),
+    (
+        "fail with offset",
+        lambda: _outcome(outcome="fail", error="X", retriable=True, fatal=False, offset=3),
+        r"only 'ok' has one",
+    ),
     ("info with offset", lambda: _outcome(outcome="info", error="_MSG_TIMED_OUT", offset=3), r"only 'ok'"),
-    ("error as free text", lambda: _outcome(outcome="info", error="Local: Message timed out"),
-     r"put free text in 'message'"),
-    ("negative latency", lambda: _outcome(outcome="ok", partition=0, latency_ms=-1.0),
-     r"SendOutcome\.latency_ms: expected a finite float >= 0"),
+    (
+        "error as free text",
+        lambda: _outcome(outcome="info", error="Local: Message timed out"),
+        r"put free text in 'message'",
+    ),
+    (
+        "negative latency",
+        lambda: _outcome(outcome="ok", partition=0, latency_ms=-1.0),
+        r"SendOutcome\.latency_ms: expected a finite float >= 0",
+    ),
     ("nan latency", lambda: _outcome(outcome="ok", partition=0, latency_ms=float("nan")), r"latency_ms"),
-    ("bad value id", lambda: _outcome(value_id="not-a-value-id", outcome="ok", partition=0),
-     r"SendOutcome\.value_id: expected a value id"),
-    ("delivery generation -1", lambda: Delivery(run_id=RUN, process="c", group="g", topic="t", partition=0,
-                                                offset=0, generation=-1), r"-1 means no generation"),
-    ("delivery empty group", lambda: Delivery(run_id=RUN, process="c", group="", topic="t", partition=0,
-                                              offset=0), r"Delivery\.group: expected a non-empty str"),
-    ("commit offsets as list", lambda: Commit(run_id=RUN, process="c", group="g", outcome="ok",
-                                              offsets=[PartitionOffset(topic="t", partition=0)]),  # type: ignore[arg-type]
-     r"Commit\.offsets: expected a tuple of PartitionOffset"),
-    ("commit fail without error", lambda: Commit(run_id=RUN, process="c", group="g", outcome="fail"),
-     r"Commit\.error"),
-    ("rebalance action", lambda: Rebalance(run_id=RUN, process="c", action="assigned", group="g"),  # type: ignore[arg-type]
-     r"'assign', 'revoke', 'lost'"),
-    ("drain isolation", lambda: DrainRead(run_id=RUN, process="d", isolation="read-committed", topic="t",  # type: ignore[arg-type]
-                                          partition=0, offset=0), r"'read_uncommitted', 'read_committed'"),
-    ("drain end ok without offsets", lambda: DrainEnd(run_id=RUN, process="d", isolation="read_committed",
-                                                      topic="t", partition=0, outcome="ok"),
-     r"DrainEnd\.low_offset"),
-    ("drain end low > high", lambda: DrainEnd(run_id=RUN, process="d", isolation="read_committed", topic="t",
-                                              partition=0, outcome="ok", low_offset=5, high_offset=4),
-     r"DrainEnd\.high_offset: expected >= low_offset \(5\)"),
-    ("fault params not an object", lambda: FaultEvent(run_id=RUN, process="n", action="inject", fault="pause",
-                                                      target="broker-1", params="[1]"), r"a JSON object"),
-    ("fault action", lambda: FaultEvent(run_id=RUN, process="n", action="apply", fault="pause",  # type: ignore[arg-type]
-                                        target="broker-1"), r"'inject', 'heal'"),
+    (
+        "bad value id",
+        lambda: _outcome(value_id="not-a-value-id", outcome="ok", partition=0),
+        r"SendOutcome\.value_id: expected a value id",
+    ),
+    (
+        "delivery generation -1",
+        lambda: Delivery(run_id=RUN, process="c", group="g", topic="t", partition=0, offset=0, generation=-1),
+        r"-1 means no generation",
+    ),
+    (
+        "delivery empty group",
+        lambda: Delivery(run_id=RUN, process="c", group="", topic="t", partition=0, offset=0),
+        r"Delivery\.group: expected a non-empty str",
+    ),
+    (
+        "commit offsets as list",
+        lambda: Commit(
+            run_id=RUN,
+            process="c",
+            group="g",
+            outcome="ok",
+            offsets=[PartitionOffset(topic="t", partition=0)],  # type: ignore[arg-type]
+        ),
+        r"Commit\.offsets: expected a tuple of PartitionOffset",
+    ),
+    (
+        "commit fail without error",
+        lambda: Commit(run_id=RUN, process="c", group="g", outcome="fail"),
+        r"Commit\.error",
+    ),
+    (
+        "rebalance action",
+        lambda: Rebalance(run_id=RUN, process="c", action="assigned", group="g"),  # type: ignore[arg-type]
+        r"'assign', 'revoke', 'lost'",
+    ),
+    (
+        "drain isolation",
+        lambda: DrainRead(
+            run_id=RUN,
+            process="d",
+            isolation="read-committed",  # type: ignore[arg-type]
+            topic="t",
+            partition=0,
+            offset=0,
+        ),
+        r"'read_uncommitted', 'read_committed'",
+    ),
+    (
+        "drain end ok without offsets",
+        lambda: DrainEnd(
+            run_id=RUN, process="d", isolation="read_committed", topic="t", partition=0, outcome="ok"
+        ),
+        r"DrainEnd\.low_offset",
+    ),
+    (
+        "drain end low > high",
+        lambda: DrainEnd(
+            run_id=RUN,
+            process="d",
+            isolation="read_committed",
+            topic="t",
+            partition=0,
+            outcome="ok",
+            low_offset=5,
+            high_offset=4,
+        ),
+        r"DrainEnd\.high_offset: expected >= low_offset \(5\)",
+    ),
+    (
+        "fault params not an object",
+        lambda: FaultEvent(
+            run_id=RUN, process="n", action="inject", fault="pause", target="broker-1", params="[1]"
+        ),
+        r"a JSON object",
+    ),
+    (
+        "fault action",
+        lambda: FaultEvent(
+            run_id=RUN,
+            process="n",
+            action="apply",  # type: ignore[arg-type]
+            fault="pause",
+            target="broker-1",
+        ),
+        r"'inject', 'heal'",
+    ),
     ("leader -1", lambda: PartitionState(topic="t", partition=0, leader=-1), r"-1 means no leader"),
-    ("isr as list", lambda: PartitionState(topic="t", partition=0, leader=1, isr=[1]),  # type: ignore[arg-type]
-     r"PartitionState\.isr: expected a tuple"),
-    ("members not str", lambda: ClusterSample(run_id=RUN, process="p", group_members=(1,)),  # type: ignore[arg-type]
-     r"ClusterSample\.group_members"),
-    ("log level", lambda: ClientLog(run_id=RUN, process="p", level="warn", message="m"),  # type: ignore[arg-type]
-     r"'warning'"),
-    ("probe negative duration", lambda: ProbeCall(run_id=RUN, process="p", operation="poll", duration_ms=-2),
-     r"ProbeCall\.duration_ms"),
-    ("txn value ids", lambda: TxnMarker(run_id=RUN, process="w", action="commit", transactional_id="tx",
-                                        outcome="ok", value_ids=("nope",)), r"TxnMarker\.value_ids\[\]"),
-    ("txn fail without error", lambda: TxnMarker(run_id=RUN, process="w", action="commit",
-                                                 transactional_id="tx", outcome="fail"), r"TxnMarker\.error"),
+    (
+        "isr as list",
+        lambda: PartitionState(topic="t", partition=0, leader=1, isr=[1]),  # type: ignore[arg-type]
+        r"PartitionState\.isr: expected a tuple",
+    ),
+    (
+        "members not str",
+        lambda: ClusterSample(run_id=RUN, process="p", group_members=(1,)),  # type: ignore[arg-type]
+        r"ClusterSample\.group_members",
+    ),
+    (
+        "log level",
+        lambda: ClientLog(run_id=RUN, process="p", level="warn", message="m"),  # type: ignore[arg-type]
+        r"'warning'",
+    ),
+    (
+        "probe negative duration",
+        lambda: ProbeCall(run_id=RUN, process="p", operation="poll", duration_ms=-2),
+        r"ProbeCall\.duration_ms",
+    ),
+    (
+        "txn value ids",
+        lambda: TxnMarker(
+            run_id=RUN, process="w", action="commit", transactional_id="tx", outcome="ok", value_ids=("nope",)
+        ),
+        r"TxnMarker\.value_ids\[\]",
+    ),
+    (
+        "txn fail without error",
+        lambda: TxnMarker(run_id=RUN, process="w", action="commit", transactional_id="tx", outcome="fail"),
+        r"TxnMarker\.error",
+    ),
 ]
 
 

@@ -36,8 +36,15 @@ from tests.unit.test_history_events import RUN, sample_events
 
 
 def _invoke(process: str, seq: int, run: str = RUN) -> SendInvoke:
-    return SendInvoke(run_id=run, process=process, value_id=value_id_for(run, process, seq), producer=process,
-                      seq=seq, topic="chaos", key=f"k{seq % 16}")
+    return SendInvoke(
+        run_id=run,
+        process=process,
+        value_id=value_id_for(run, process, seq),
+        producer=process,
+        seq=seq,
+        topic="chaos",
+        key=f"k{seq % 16}",
+    )
 
 
 def _strip(table: pa.Table) -> pa.Table:
@@ -98,8 +105,22 @@ def test_filters_by_kind(tmp_path: Path) -> None:
     assert sends.num_rows == 6
     assert sends.num_columns == len(ARROW_SCHEMA)
     narrow = filter_kinds(table, "delivery", narrow=True)
-    assert narrow.column_names == ["index", "run_id", "kind", "ts", "mono", "process", "value_id", "key",
-                                   "topic", "partition", "offset", "member", "group", "generation"]
+    assert narrow.column_names == [
+        "index",
+        "run_id",
+        "kind",
+        "ts",
+        "mono",
+        "process",
+        "value_id",
+        "key",
+        "topic",
+        "partition",
+        "offset",
+        "member",
+        "group",
+        "generation",
+    ]
     assert read_history(tmp_path, kinds=["fault"]).num_rows == 2
     with pytest.raises(HistoryError, match="kind: expected one of"):
         filter_kinds(table, "sends")
@@ -414,7 +435,9 @@ def test_to_spark_reads_parquet_directly_and_jsonl_through_arrow(tmp_path: Path)
         recorder.record_many(sample_events())
     frame: Any = to_spark(spark, tmp_path, kinds=["delivery"])
     assert (frame.source, frame.data, frame.filters) == (
-        "parquet", str(RunDir.of(tmp_path).parquet_path), [("kind", ["delivery"])]
+        "parquet",
+        str(RunDir.of(tmp_path).parquet_path),
+        [("kind", ["delivery"])],
     )
     RunDir.of(tmp_path).parquet_path.unlink()
     frame = to_spark(spark, tmp_path)

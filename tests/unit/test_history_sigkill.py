@@ -60,7 +60,11 @@ def _spawn(script: str, run_dir: Path) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=path)
     return subprocess.Popen(
         [sys.executable, "-u", "-c", script, str(run_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
     )
 
 
@@ -129,10 +133,12 @@ def test_sigkill_keeps_everything_recorded_more_than_a_second_before(
         )
     last = progress[-1]
     with capsys.disabled():
-        print(f"\n[history] SIGKILL: child reported {last[1] + last[2]} recorded "
-              f"{killed_at - last[0]:.2f}s before the kill; {table.num_rows} on disk "
-              f"(needed >= {sum(required)}), "
-              f"torn lines {loaded.torn_lines}")
+        print(
+            f"\n[history] SIGKILL: child reported {last[1] + last[2]} recorded "
+            f"{killed_at - last[0]:.2f}s before the kill; {table.num_rows} on disk "
+            f"(needed >= {sum(required)}), "
+            f"torn lines {loaded.torn_lines}"
+        )
 
     compact_history(tmp_path)
     compacted = load_history(tmp_path)
