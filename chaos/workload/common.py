@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException
 
-from chaos.history.events import ClientLog, Event, syslog_level
+from chaos.history.events import ClientLog, Event, parse_value_id, syslog_level
 
 Sink = Callable[[Event], None]
 """Where workload events go: ``Recorder.record`` in-process, a pipe writer in a member subprocess."""
@@ -123,3 +123,26 @@ class ClientLogBridge(logging.Handler):
     def detach(self) -> None:
         """Stop forwarding (call after the client is closed)."""
         self._logger.removeHandler(self)
+
+
+def payload_value_id(raw: bytes | None) -> str | None:
+    """The value id a record's payload carries, or None when the payload is not one of ours."""
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("utf-8")
+        parse_value_id(text)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return text
+
+
+def member_fields(run_id: str, process: str, group: str, consumer: Any) -> dict[str, Any]:
+    """The fields every group-member event carries, read from the live consumer."""
+    return {
+        "run_id": run_id,
+        "process": process,
+        "group": group,
+        "member": member_id_of(consumer),
+        "generation": generation_of(consumer),
+    }

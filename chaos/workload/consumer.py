@@ -41,9 +41,15 @@ from chaos.history.events import (
     Event,
     PartitionOffset,
     Rebalance,
-    parse_value_id,
 )
-from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text, generation_of, member_id_of
+from chaos.workload.common import (
+    ClientLogBridge,
+    Sink,
+    error_name,
+    error_text,
+    member_fields,
+    payload_value_id,
+)
 
 CommitStrategy = Literal["auto", "commit_after", "commit_before", "store_after"]
 COMMIT_STRATEGIES: Final[tuple[str, ...]] = get_args(CommitStrategy)
@@ -126,18 +132,7 @@ class MemberSpec:
         return cls(**data)
 
 
-def _value_id_or_none(raw: bytes | None) -> str | None:
-    if raw is None:
-        return None
-    try:
-        text = raw.decode("utf-8")
-        parse_value_id(text)
-    except (UnicodeDecodeError, ValueError):
-        return None
-    return text
-
-
-def _offsets(parts: Sequence[TopicPartition] | None) -> tuple[PartitionOffset, ...]:
+def partition_offsets(parts: Sequence[TopicPartition] | None) -> tuple[PartitionOffset, ...]:
     result = []
     for tp in parts or ():
         err = tp.error
@@ -152,7 +147,7 @@ def _offsets(parts: Sequence[TopicPartition] | None) -> tuple[PartitionOffset, .
     return tuple(result)
 
 
-def _batch_offsets(messages: Sequence[Message]) -> list[TopicPartition]:
+def next_offsets(messages: Sequence[Message]) -> list[TopicPartition]:
     """The next offset to read per partition after ``messages``."""
     nxt: dict[tuple[str, int], int] = {}
     for msg in messages:
@@ -164,6 +159,27 @@ def _batch_offsets(messages: Sequence[Message]) -> list[TopicPartition]:
     return [TopicPartition(t, p, o) for (t, p), o in sorted(nxt.items())]
 
 
+def rebalance_callbacks(
+    sink: Sink, fields: Callable[[], dict[str, Any]], after_assign: Callable[[], None] | None = None
+) -> dict[str, Callable[[Consumer, list[TopicPartition]], None]]:
+    """``on_assign`` / ``on_revoke`` / ``on_lost`` for ``subscribe()``, each recording a Rebalance event.
+
+    ``after_assign`` runs inside the assign callback (an injected slow ``on_assign``).
+    """
+
+    def recorder(
+        action: Literal["assign", "revoke", "lost"],
+    ) -> Callable[[Consumer, list[TopicPartition]], None]:
+        def callback(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            sink(Rebalance(action=action, partitions=partition_offsets(partitions), **fields()))
+            if action == "assign" and after_assign is not None:
+                after_assign()
+
+        return callback
+
+    return {"on_assign": recorder("assign"), "on_revoke": recorder("revoke"), "on_lost": recorder("lost")}
+
+
 def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: RecordHook | None = None) -> None:
     """Run one member until ``stop`` is set or ``duration_s`` passes, then close it gracefully."""
     logs = ClientLogBridge(sink, spec.run_id, spec.name)
@@ -171,26 +187,14 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
 
     def common() -> dict[str, Any]:
         assert consumer is not None
-        return {
-            "run_id": spec.run_id,
-            "process": spec.name,
-            "group": spec.group,
-            "member": member_id_of(consumer),
-            "generation": generation_of(consumer),
-        }
+        return member_fields(spec.run_id, spec.name, spec.group, consumer)
 
-    def on_rebalance(
-        action: Literal["assign", "revoke", "lost"],
-    ) -> Callable[[Consumer, list[TopicPartition]], None]:
-        def callback(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
-            sink(Rebalance(action=action, partitions=_offsets(partitions), **common()))
-            if action == "assign" and spec.processing.on_assign_s:
-                stop.wait(spec.processing.on_assign_s)
-
-        return callback
+    def slow_assign() -> None:
+        if spec.processing.on_assign_s:
+            stop.wait(spec.processing.on_assign_s)
 
     def on_commit(err: KafkaError | None, partitions: list[TopicPartition]) -> None:
-        offsets = _offsets(partitions)
+        offsets = partition_offsets(partitions)
         if err is None:
             outcome: Literal["ok", "fail", "info"] = "fail" if any(p.error for p in offsets) else "ok"
             error = next((p.error for p in offsets if p.error), None)
@@ -205,7 +209,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
     consumer = Consumer(settings)
 
     def commit(messages: Sequence[Message]) -> None:
-        offsets = _batch_offsets(messages)
+        offsets = next_offsets(messages)
         if not offsets:
             return
         try:
@@ -218,23 +222,21 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
             sink(
                 Commit(
                     outcome=outcome,
-                    offsets=_offsets(offsets),
+                    offsets=partition_offsets(offsets),
                     error=name,
                     message=error_text(exc),
                     **common(),
                 )
             )
             return
-        recorded = _offsets(result)
+        recorded = partition_offsets(result)
         error = next((p.error for p in recorded if p.error), None)
         sink(Commit(outcome="fail" if error else "ok", offsets=recorded, error=error, **common()))
 
     try:
         consumer.subscribe(
             [spec.topic],
-            on_assign=on_rebalance("assign"),
-            on_revoke=on_rebalance("revoke"),
-            on_lost=on_rebalance("lost"),
+            **rebalance_callbacks(sink, common, after_assign=slow_assign),
         )
         deadline = time.monotonic() + spec.duration_s
         while not stop.is_set() and time.monotonic() < deadline:
@@ -264,7 +266,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
                         topic=msg.topic() or spec.topic,
                         partition=msg.partition() or 0,
                         offset=msg.offset() or 0,
-                        value_id=_value_id_or_none(msg.value()),
+                        value_id=payload_value_id(msg.value()),
                         key=raw_key.decode("utf-8", "replace") if raw_key is not None else None,
                         **base,
                     )
@@ -284,7 +286,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
                 commit(records)
             elif spec.strategy == "store_after":
                 try:
-                    consumer.store_offsets(offsets=_batch_offsets(records))
+                    consumer.store_offsets(offsets=next_offsets(records))
                 except KafkaException as exc:  # e.g. _STATE: the partition was revoked meanwhile
                     sink(
                         ClientLog(

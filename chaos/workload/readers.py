@@ -27,20 +27,9 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
 
 from chaos.errors import ConfigError
-from chaos.history.events import DrainEnd, DrainRead, Isolation, ProbeCall, parse_value_id
-from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text
+from chaos.history.events import DrainEnd, DrainRead, Isolation, ProbeCall
+from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text, payload_value_id
 from chaos.workload.profiles import CI, TimeProfile, admin_config
-
-
-def _value_id(raw: bytes | None) -> str | None:
-    if raw is None:
-        return None
-    try:
-        text = raw.decode("utf-8")
-        parse_value_id(text)
-    except (UnicodeDecodeError, ValueError):
-        return None
-    return text
 
 
 def _key(raw: bytes | None) -> str | None:
@@ -381,7 +370,7 @@ def _drain_one(
                                 topic=topic,
                                 partition=p,
                                 offset=offset,
-                                value_id=_value_id(msg.value()),
+                                value_id=payload_value_id(msg.value()),
                                 key=_key(msg.key()),
                             )
                         )

@@ -33,9 +33,16 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from chaos.errors import ConfigError, WorkloadError
-from chaos.history.events import ClientLog, Delivery, PartitionOffset, Rebalance, TxnMarker
-from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text, generation_of, member_id_of
-from chaos.workload.consumer import ChildProcess, _batch_offsets, _offsets, _value_id_or_none
+from chaos.history.events import ClientLog, Delivery, PartitionOffset, TxnMarker
+from chaos.workload.common import (
+    ClientLogBridge,
+    Sink,
+    error_name,
+    error_text,
+    member_fields,
+    payload_value_id,
+)
+from chaos.workload.consumer import ChildProcess, next_offsets, partition_offsets, rebalance_callbacks
 from chaos.workload.profiles import (
     CI,
     TRANSACTIONAL,
@@ -167,21 +174,7 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
     consumer = Consumer(cconf)
 
     def common() -> dict[str, Any]:
-        return {
-            "run_id": spec.run_id,
-            "process": spec.name,
-            "group": spec.group,
-            "member": member_id_of(consumer),
-            "generation": generation_of(consumer),
-        }
-
-    def on_rebalance(
-        action: Literal["assign", "revoke", "lost"],
-    ) -> Callable[[Consumer, list[TopicPartition]], None]:
-        def callback(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
-            sink(Rebalance(action=action, partitions=_offsets(partitions), **common()))
-
-        return callback
+        return member_fields(spec.run_id, spec.name, spec.group, consumer)
 
     def marker(
         action: Literal["begin", "commit", "abort"],
@@ -209,9 +202,7 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
     try:
         consumer.subscribe(
             [spec.input_topic],
-            on_assign=on_rebalance("assign"),
-            on_revoke=on_rebalance("revoke"),
-            on_lost=on_rebalance("lost"),
+            **rebalance_callbacks(sink, common),
         )
         deadline = started + spec.duration_s
         while not stop.is_set() and time.monotonic() < deadline:
@@ -226,7 +217,7 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
             value_ids: list[str] = []
             for msg in records:
                 raw_key = msg.key()
-                vid = _value_id_or_none(msg.value())
+                vid = payload_value_id(msg.value())
                 sink(
                     Delivery(
                         topic=msg.topic() or spec.input_topic,
@@ -243,7 +234,7 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
             if spec.crash_in_txn == txns:
                 producer.flush(timeout)  # the records are in the log, the transaction is open
                 os.kill(os.getpid(), signal.SIGKILL)
-            offsets = _batch_offsets(records)
+            offsets = next_offsets(records)
             if _commit(producer, consumer, offsets, timeout, marker, value_ids):
                 committed += 1
             else:
@@ -286,7 +277,7 @@ def _commit(
     value_ids: list[str],
 ) -> bool:
     """Send the offsets and commit; True if committed, False if aborted (the caller rewinds)."""
-    recorded = _offsets(offsets)
+    recorded = partition_offsets(offsets)
     for attempt in range(COMMIT_RETRIES):
         try:
             if attempt == 0:

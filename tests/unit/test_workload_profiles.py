@@ -26,7 +26,7 @@ from chaos.workload import (
     profile,
     time_profile,
 )
-from chaos.workload.consumer import CommitStrategy, MemberSpec, Processing, _batch_offsets
+from chaos.workload.consumer import CommitStrategy, MemberSpec, Processing, next_offsets
 from chaos.workload.outcomes import DEFINITE_FAIL, KNOWN_UNKNOWN, REJECTED_LAST_ATTEMPT
 
 BOOT = "127.0.0.1:9092"
@@ -184,11 +184,11 @@ def test_member_spec_validation() -> None:
         Processing(per_record_s=-1)
 
 
-def test_batch_offsets_are_next_offsets_per_partition() -> None:
+def testnext_offsets_are_next_offsets_per_partition() -> None:
     from confluent_kafka import Message
 
     msgs = [Message(topic="t", partition=p, offset=o) for p, o in [(0, 5), (0, 7), (1, 2), (0, 6)]]
-    assert [(tp.topic, tp.partition, tp.offset) for tp in _batch_offsets(msgs)] == [("t", 0, 8), ("t", 1, 3)]
+    assert [(tp.topic, tp.partition, tp.offset) for tp in next_offsets(msgs)] == [("t", 0, 8), ("t", 1, 3)]
 
 
 # ---- outcome classification -------------------------------------------------------------------------
