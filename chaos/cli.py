@@ -174,6 +174,27 @@ def audit(
         sys.exit(1 if result.verdict == "fail" else 3)
 
 
+@cli.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+def report(run_dir: str) -> None:
+    """Write RUN_DIR/report.html; for a directory of runs, every run's page and an index.html."""
+    from chaos.report import render_tree
+
+    rendered, index = render_tree(run_dir)
+    colours = {"pass": "green", "fail": "red", "unknown": "yellow"}
+    for page in rendered:
+        colour = colours.get(page.summary.verdict, "yellow")
+        console.print(
+            f"[{colour}]{page.summary.verdict:7}[/{colour}] {page.page}  "
+            f"[dim]({page.bytes / 1e6:.1f} MB, {page.seconds:.2f} s)[/dim]",
+            highlight=False,
+        )
+        for missing in page.summary.missing:
+            console.print(f"         [yellow]missing:[/yellow] {missing}", highlight=False)
+    if index is not None:
+        console.print(f"index: {index}", highlight=False)
+
+
 def main() -> None:
     """Entry point: harness errors print their fix and exit 2 instead of a traceback."""
     try:

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 _RUN_IDS = pytest.StashKey[list[str]]()
 _REPORT = pytest.StashKey[dict[str, pytest.TestReport]]()
+_HTML_REPORTS = pytest.StashKey[list[str]]()
+_HTML_INDEX = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,7 +71,27 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
     item.stash.setdefault(_REPORT, {})[report.when] = report
+    if report.when == "teardown":
+        from chaos.report.hook import after_teardown
+
+        rendered = after_teardown(item, report, item.stash[_REPORT])
+        item.config.stash.setdefault(_HTML_REPORTS, []).extend(rendered.lines)
+        if rendered.index is not None:
+            item.config.stash[_HTML_INDEX] = rendered.index
     return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """List the HTML reports written in this session."""
+    lines = config.stash.get(_HTML_REPORTS, [])
+    if not lines:
+        return
+    terminalreporter.section("chaos reports")
+    for line in lines:
+        terminalreporter.write_line(line)
+    index = config.stash.get(_HTML_INDEX, None)
+    if index is not None:
+        terminalreporter.write_line(f"index: {index}")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

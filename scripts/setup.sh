@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything both README commands need, idempotent and quick when nothing changed:
 #   1. a Docker engine that answers (installs Debian's docker.io and starts dockerd when root on Debian);
-#   2. build tools for local images and Java 17 for Spark (Debian packages, only those missing);
+#   2. build tools for local images, Java 17 for Spark, Chromium for the report's browser test
+#      (Debian packages, only those missing);
 #   3. the virtualenv .venv with the pinned requirements, reinstalled only when they change.
 # Images and Spark jars are made present by `chaos images ensure` / `chaos jars ensure` (see Makefile).
 set -euo pipefail
@@ -55,6 +56,7 @@ ensure_tools() {
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
   command -v mvn >/dev/null 2>&1 || missing+=(maven)
   if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then missing+=(openjdk-17-jre-headless); fi
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # renders reports in the browser test
   if [[ ${#missing[@]} -gt 0 ]]; then apt_install "${missing[@]}"; fi
   command -v go >/dev/null 2>&1 || say "warning: Go (>= 1.23) is not on PATH; local toxiproxy/reaper images cannot be built"
 }

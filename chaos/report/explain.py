@@ -1,0 +1,49 @@
+"""One sentence per anomaly, for readers who were not in the test run, and generic remediation hints."""
+
+from __future__ import annotations
+
+from typing import Final
+
+ANOMALY_TEXT: Final[dict[str, str]] = {
+    "lost_acked": "A write the broker acknowledged is not in the topic: the client was told it was safe and "
+    "it is gone.",
+    "lost_indeterminate": "A write whose outcome the client never learned (e.g. timed out) is not in the "
+    "topic; this is not proof of loss and never fails a verdict.",
+    "unseen_by_group": "A record that is in the topic was never delivered to the consumer group.",
+    "duplicate_in_log": "The same value was written at two or more offsets: a retry appended it again.",
+    "duplicate_delivery_after_rebalance": "The group received a value again after a rebalance, because "
+    "offsets committed before the rebalance lagged what had been processed.",
+    "duplicate_delivery_other": "The group received a value again without a rebalance in between, e.g. "
+    "after a commit that did not take.",
+    "reordered": "A producer's values for one key appear in the partition out of the order they were sent.",
+    "inconsistent_offsets": "One partition offset was observed holding two different values by different "
+    "readers.",
+    "aborted_read": "A reader saw a value whose send failed or whose transaction was aborted.",
+    "unexpected": "The topic holds a record this run never sent (or a foreign payload).",
+}
+"""Anomaly name -> one plain sentence (definitions: docs/audit.md)."""
+
+ANOMALY_HINTS: Final[dict[str, str]] = {
+    "lost_acked": "Use acks=all with min.insync.replicas >= 2 on a replication factor >= 3 topic, and keep "
+    "unclean.leader.election.enable=false.",
+    "unseen_by_group": "Commit offsets only after processing (commit_after), and check that the group "
+    "resumes every partition after a rebalance.",
+    "duplicate_in_log": "Enable idempotence (enable.idempotence=true) so retries cannot append a value "
+    "twice.",
+    "duplicate_delivery_after_rebalance": "Commit in on_revoke / before giving up partitions, or make "
+    "processing idempotent; exactly-once needs transactions with read_committed consumers.",
+    "duplicate_delivery_other": "Check the commit results in the history: failed or timed-out commits make "
+    "the group read again from the last committed offset.",
+    "reordered": "Enable idempotence, or limit max.in.flight.requests.per.connection to 1 when retries are "
+    "on.",
+    "inconsistent_offsets": "This points at truncation after an unclean leader election or a log "
+    "divergence: keep unclean.leader.election.enable=false and min.insync.replicas >= 2.",
+    "aborted_read": "Consumers of transactional topics must use isolation.level=read_committed.",
+    "unexpected": "Another writer shares the topic, or the run reused a topic: use a fresh topic per run.",
+}
+"""Anomaly name -> a generic remediation hint (the scenario's catalog hints come first)."""
+
+
+def explain(name: str) -> str:
+    """The one-sentence explanation of an anomaly (the name itself when unknown)."""
+    return ANOMALY_TEXT.get(name, name.replace("_", " "))

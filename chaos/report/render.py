@@ -1,0 +1,564 @@
+"""Render a run directory into one self-contained HTML page, and an index page per run root.
+
+A page reads ``scenario.json`` (:class:`~chaos.report.inputs.ScenarioInfo`), the history
+(:func:`chaos.history.load_history`: Parquet, or the JSONL segments of a run that crashed), ``audit.json``
+(:class:`~chaos.gate.policy.AuditResult`) and the broker logs. Whatever is missing is said on the page; the
+page never computes anomalies itself. Plotly's JavaScript is embedded once per page, so it opens from
+``file://`` without any network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote
+
+from chaos.errors import ChaosError
+from chaos.report.inputs import (
+    AUDIT_NAME,
+    SCENARIO_NAME,
+    ExpectedSymptom,
+    InvalidReportInput,
+    ReportError,
+    ScenarioInfo,
+    read_audit,
+    read_scenario,
+)
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from chaos.gate.policy import AuditResult
+    from chaos.report.evidence import SymptomMatch
+    from chaos.report.timeline import Timeline
+
+PAGE_NAME: Final = "report.html"
+SUMMARY_NAME: Final = "report.json"
+INDEX_NAME: Final = "index.html"
+MAX_RUN_DEPTH: Final = 5
+_SKIP_DIRS: Final = frozenset({"history", "logs", "__pycache__"})
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the pytest plugin knows about the test that produced a run (all optional)."""
+
+    nodeid: str | None = None
+    outcome: str | None = None
+    seed: int | None = None
+    profile: str | None = None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run as the index lists it (``<run_dir>/report.json``)."""
+
+    run_dir: str
+    scenario_id: str
+    title: str
+    case_id: str | None
+    verdict: str
+    guarantee: str | None
+    failed_by: tuple[str, ...]
+    outcome: str | None
+    started_ts: float | None
+    duration_s: float | None
+    missing: tuple[str, ...]
+    page: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_dir": self.run_dir,
+            "scenario_id": self.scenario_id,
+            "title": self.title,
+            "case_id": self.case_id,
+            "verdict": self.verdict,
+            "guarantee": self.guarantee,
+            "failed_by": list(self.failed_by),
+            "outcome": self.outcome,
+            "started_ts": self.started_ts,
+            "duration_s": self.duration_s,
+            "missing": list(self.missing),
+            "page": self.page,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunSummary:
+        return cls(
+            str(data["run_dir"]),
+            str(data["scenario_id"]),
+            str(data.get("title") or ""),
+            data.get("case_id"),
+            str(data.get("verdict") or "unknown"),
+            data.get("guarantee"),
+            tuple(data.get("failed_by") or ()),
+            data.get("outcome"),
+            data.get("started_ts"),
+            data.get("duration_s"),
+            tuple(data.get("missing") or ()),
+            data.get("page"),
+        )
+
+
+@dataclass(frozen=True)
+class RenderedRun:
+    """A page written: where, what it says, its size and how long rendering took."""
+
+    page: Path
+    summary: RunSummary
+    bytes: int
+    seconds: float
+    warnings: tuple[str, ...] = field(default=())
+
+
+# ------------------------------------------------------------------------------------------ environment
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("chaos.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["utc"] = format_utc
+    env.filters["secs"] = format_seconds
+    env.filters["num"] = format_number
+    return env
+
+
+@cache
+def plotly_js() -> str:
+    """plotly.js (minified) from the installed ``plotly`` package, embedded once per page."""
+    from plotly.offline import get_plotlyjs  # type: ignore[import-untyped,unused-ignore]
+
+    source = str(get_plotlyjs())
+    if "</script" in source.lower():  # never true for plotly.min.js; guard the inline embedding anyway
+        raise ReportError("plotly.js contains '</script' and cannot be inlined")
+    return source
+
+
+def plotly_version() -> str:
+    from plotly.offline import get_plotlyjs_version  # type: ignore[import-untyped,unused-ignore]
+
+    return str(get_plotlyjs_version())
+
+
+def format_utc(ts: float | None) -> str:
+    if ts is None:
+        return "—"
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def format_seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.3f} s" if abs(value) < 10 else f"{value:.1f} s"
+
+
+def format_number(value: float | int | None, digits: int = 1) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.{digits}f}"
+
+
+# ------------------------------------------------------------------------------------------- discovery
+
+
+def is_run_dir(path: Path) -> bool:
+    """A directory that holds a history, a ``scenario.json`` or an ``audit.json``."""
+    from chaos.history import RunDir
+
+    return path.is_dir() and (
+        RunDir.of(path).has_history() or (path / SCENARIO_NAME).exists() or (path / AUDIT_NAME).exists()
+    )
+
+
+def find_runs(root: str | os.PathLike[str], max_depth: int = MAX_RUN_DEPTH) -> list[Path]:
+    """Every run directory at or below ``root`` (not descending into a run's ``history``/``logs``)."""
+    base = Path(root)
+    found: list[Path] = []
+
+    def walk(path: Path, depth: int) -> None:
+        if is_run_dir(path):
+            found.append(path)
+        if depth >= max_depth:
+            return
+        try:
+            children = sorted(p for p in path.iterdir() if p.is_dir() and p.name not in _SKIP_DIRS)
+        except OSError:
+            return
+        for child in children:
+            if not child.name.startswith("."):
+                walk(child, depth + 1)
+
+    walk(base, 0)
+    return found
+
+
+# ------------------------------------------------------------------------------------------------ page
+
+
+def reproduce_command(info: ScenarioInfo | None, context: RunContext | None) -> str | None:
+    """The command that runs the scenario again with the same seed and profile."""
+    if info is not None and info.command:
+        return info.command
+    nodeid = (info.nodeid if info is not None else None) or (context.nodeid if context else None)
+    seed = info.seed if info is not None and info.seed is not None else (context.seed if context else None)
+    profile = (info.time_profile if info is not None else None) or (context.profile if context else None)
+    if nodeid:
+        parts = [".venv/bin/pytest", nodeid]
+    elif info is not None:
+        parts = [".venv/bin/pytest", "-m", "chaos", "scenarios", "-k", info.scenario_id]
+    else:
+        return None
+    if seed is not None:
+        parts.append(f"--chaos-seed={seed}")
+    if profile:
+        parts.append(f"--chaos-profile={profile}")
+    if info is not None and info.brokers is not None:
+        parts.append(f"--chaos-brokers={info.brokers}")
+    return shlex.join(parts)
+
+
+def _missing(
+    info: ScenarioInfo | None,
+    scenario_error: str | None,
+    history: Any,
+    history_error: str | None,
+    timeline: Timeline | None,
+    audit: AuditResult | None,
+    audit_error: str | None,
+    log_dir: Path,
+    logs: list[Path],
+) -> list[str]:
+    out = []
+    if scenario_error:
+        out.append(
+            f"scenario.json is unreadable ({scenario_error}): configuration, expected symptoms and "
+            f"remediation are not shown"
+        )
+    elif info is None:
+        out.append(
+            "no scenario.json: the scenario, its configuration, expected symptoms and remediation "
+            "were not recorded"
+        )
+    elif info.ended_ts is None:
+        out.append(
+            "the scenario did not record its end (no ended_ts in scenario.json): it crashed or is "
+            "still running"
+        )
+    if history_error:
+        out.append(f"no readable history ({history_error}): no timeline, no symptoms from client events")
+    elif history is not None:
+        if history.source == "jsonl":
+            out.append(
+                "the history was never closed (JSONL segments only, no events.parquet): the run "
+                "crashed or is still running; events after the last flush are lost"
+            )
+        if history.torn_lines:
+            out.append(f"{history.torn_lines} torn history line(s) skipped (the writer was killed mid-line)")
+        if timeline is not None and history.table.num_rows and "drain_end" not in timeline.kind_counts:
+            out.append("no final drain in the history (no drain_end event): the run ended before it")
+    if audit_error:
+        out.append(f"audit.json is unreadable ({audit_error}): verdict unknown")
+    elif audit is None:
+        out.append(
+            "no audit result (audit.json): the anomalies and the verdict are unknown — run "
+            "`chaos audit RUN_DIR`"
+        )
+    if not logs:
+        out.append(f"no broker logs in {log_dir.name}/: broker-log symptoms and log excerpts are not shown")
+    return out
+
+
+def _summary(
+    run_dir: Path,
+    info: ScenarioInfo | None,
+    audit: AuditResult | None,
+    timeline: Timeline | None,
+    context: RunContext | None,
+    missing: list[str],
+    page: str | None,
+) -> RunSummary:
+    started = (
+        info.started_ts
+        if info is not None and info.started_ts is not None
+        else (timeline.t0 if timeline is not None else None)
+    )
+    if info is not None and info.started_ts is not None and info.ended_ts is not None:
+        duration: float | None = info.ended_ts - info.started_ts
+    else:
+        duration = timeline.duration_s if timeline is not None else None
+    outcome = (context.outcome if context is not None and context.outcome else None) or (
+        info.outcome if info is not None else None
+    )
+    return RunSummary(
+        run_dir=str(run_dir),
+        scenario_id=info.scenario_id if info is not None else run_dir.name,
+        title=info.title if info is not None else "",
+        case_id=info.case_id if info is not None else None,
+        verdict=audit.verdict if audit is not None else "unknown",
+        guarantee=audit.guarantee if audit is not None else (info.guarantee if info is not None else None),
+        failed_by=audit.failed_by if audit is not None else (),
+        outcome=outcome,
+        started_ts=started,
+        duration_s=duration,
+        missing=tuple(missing),
+        page=page,
+    )
+
+
+def build_page(run_dir: str | os.PathLike[str], context: RunContext | None = None) -> tuple[str, RunSummary]:
+    """The HTML of one run's page and its summary (nothing written)."""
+    from chaos.errors import HistoryError
+    from chaos.history import RunDir, load_history
+    from chaos.report.evidence import history_symptoms, log_files, scan_logs
+    from chaos.report.explain import ANOMALY_HINTS, explain
+    from chaos.report.timeline import build_timeline, figures_json
+
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise ReportError(f"{path} is not a directory; pass a run directory (one holding history/)")
+
+    info: ScenarioInfo | None = None
+    scenario_error = None
+    try:
+        info = read_scenario(path)
+    except InvalidReportInput as exc:
+        scenario_error = str(exc)
+
+    audit: AuditResult | None = None
+    audit_error = None
+    try:
+        audit = read_audit(path)
+    except InvalidReportInput as exc:
+        audit_error = str(exc)
+
+    history = None
+    history_error = None
+    timeline = None
+    if RunDir.of(path).has_history():
+        try:
+            history = load_history(path)
+            timeline = build_timeline(history.table)
+        except HistoryError as exc:
+            history_error = str(exc)
+    else:
+        history_error = f"nothing under {path.name}/history/"
+
+    log_dir = path / (info.log_dir if info is not None else "logs")
+    logs = log_files(log_dir)
+    symptoms: tuple[ExpectedSymptom, ...] = info.expected_symptoms if info is not None else ()
+    spans = timeline.faults if timeline is not None else ()
+    log_matches, excerpts = scan_logs(logs, symptoms, spans)
+    table = history.table if history is not None and history_error is None else None
+    matches: list[SymptomMatch] = history_symptoms(table, symptoms, timeline.t0 if timeline else None)
+    matches += log_matches
+    order = {id(s): i for i, s in enumerate(symptoms)}
+    matches.sort(key=lambda m: order.get(id(m.symptom), 0))
+
+    missing = _missing(
+        info, scenario_error, history, history_error, timeline, audit, audit_error, log_dir, logs
+    )
+    summary = _summary(path, info, audit, timeline, context, missing, PAGE_NAME)
+
+    failing: list[str] = []
+    if audit is not None:
+        failing += [f"anomaly {name}: {audit.facts.anomaly(name).count}" for name in audit.failed_by]
+        failing += [f"not established: {p}" for p in audit.facts.problems]
+    if info is not None:
+        failing += [
+            f"threshold {t.name}: {format_number(t.observed, 3)} {t.unit} (limit {t.limit} {t.unit})"
+            for t in info.thresholds
+            if not t.passed
+        ]
+    hints: list[str] = list(info.remediation) if info is not None else []
+    generic = [
+        (name, ANOMALY_HINTS[name]) for name in (audit.failed_by if audit else ()) if name in ANOMALY_HINTS
+    ]
+
+    plan_steps: list[dict[str, Any]] = []
+    if info is not None and info.plan is not None:
+        for step in info.plan.get("steps", ()) or ():
+            if isinstance(step, dict):
+                plan_steps.append(
+                    {
+                        "at_s": step.get("at_s"),
+                        "duration_s": step.get("duration_s"),
+                        "kind": step.get("kind"),
+                        "target": json.dumps(step.get("target"), sort_keys=True),
+                        "params": json.dumps(step.get("params", {}), sort_keys=True),
+                    }
+                )
+
+    charts = timeline.charts if timeline is not None else ()
+    model = {
+        "run_dir": str(path),
+        "run_name": path.name,
+        "info": info,
+        "summary": summary,
+        "audit": audit,
+        "anomaly_rows": _anomaly_rows(audit, explain),
+        "failing": failing,
+        "missing": missing,
+        "timeline": timeline,
+        "charts": charts,
+        "figures_json": figures_json(charts),
+        "plan_steps": plan_steps,
+        "matches": matches,
+        "excerpts": excerpts,
+        "log_files": [p.name for p in logs],
+        "log_dir": log_dir.name,
+        "hints": hints,
+        "generic_hints": generic,
+        "command": reproduce_command(info, context),
+        "rerun_commands": [
+            shlex.join(
+                [".venv/bin/chaos", "audit", str(path)]
+                + (["--guarantee", summary.guarantee] if summary.guarantee else [])
+            ),
+            shlex.join([".venv/bin/chaos", "report", str(path)]),
+        ],
+        "history": history,
+        "context": context,
+        "plotly_js": plotly_js(),
+        "plotly_version": plotly_version(),
+        "generated": format_utc(time.time()),
+    }
+    html = _environment().get_template("scenario.html.j2").render(**model)
+    return html, summary
+
+
+def _anomaly_rows(audit: AuditResult | None, explain: Any) -> list[dict[str, Any]]:
+    if audit is None:
+        return []
+    out = []
+    for name, report in audit.facts.anomalies:
+        status = "fails" if name in audit.failed_by else ("expected" if report.count else "none")
+        out.append(
+            {
+                "name": name,
+                "count": report.count,
+                "status": status,
+                "text": explain(name),
+                "examples": report.examples,
+                "more": report.count - len(report.examples),
+            }
+        )
+    return out
+
+
+def _write(target: Path, text: str) -> int:
+    tmp = target.with_name(target.name + ".tmp")
+    data = text.encode("utf-8")
+    tmp.write_bytes(data)
+    tmp.replace(target)
+    return len(data)
+
+
+def render_run(run_dir: str | os.PathLike[str], context: RunContext | None = None) -> RenderedRun:
+    """Write ``<run_dir>/report.html`` (and ``report.json``, the summary the index reads)."""
+    started = time.perf_counter()
+    path = Path(run_dir)
+    html, summary = build_page(path, context)
+    size = _write(path / PAGE_NAME, html)
+    _write(path / SUMMARY_NAME, json.dumps(summary.to_dict(), indent=2, sort_keys=True) + "\n")
+    return RenderedRun(path / PAGE_NAME, summary, size, time.perf_counter() - started)
+
+
+# ----------------------------------------------------------------------------------------------- index
+
+
+def _light_summary(run_dir: Path) -> RunSummary:
+    """A summary of a run whose page was never rendered, without reading its history."""
+    info = audit = None
+    missing = ["no report page yet: run `chaos report` on this directory"]
+    try:
+        info = read_scenario(run_dir)
+    except InvalidReportInput as exc:
+        missing.append(str(exc))
+    try:
+        audit = read_audit(run_dir)
+    except InvalidReportInput as exc:
+        missing.append(str(exc))
+    return _summary(run_dir, info, audit, None, None, missing, None)
+
+
+def load_summary(run_dir: Path) -> RunSummary:
+    """The run's ``report.json`` if its page exists, else a light summary from its JSON inputs."""
+    path = run_dir / SUMMARY_NAME
+    if path.exists() and (run_dir / PAGE_NAME).exists():
+        try:
+            return RunSummary.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return _light_summary(run_dir)
+
+
+def render_index(root: str | os.PathLike[str], runs: Iterable[Path] | None = None) -> Path:
+    """Write ``<root>/index.html`` listing every run under ``root`` with its verdict, duration and link."""
+    base = Path(root)
+    base.mkdir(parents=True, exist_ok=True)
+    entries: list[dict[str, Any]] = []
+    for run in sorted(runs if runs is not None else find_runs(base)):
+        summary = load_summary(run)
+        rel = os.path.relpath(run, base)
+        link = "/".join(quote(part) for part in Path(rel).parts) + "/" + PAGE_NAME if summary.page else None
+        entries.append({"summary": summary, "rel": rel, "link": link})
+    counts = {v: sum(1 for e in entries if e["summary"].verdict == v) for v in ("pass", "fail", "unknown")}
+    html = (
+        _environment()
+        .get_template("index.html.j2")
+        .render(root=str(base), entries=entries, counts=counts, generated=format_utc(time.time()))
+    )
+    target = base / INDEX_NAME
+    _write(target, html)
+    return target
+
+
+def render_tree(path: str | os.PathLike[str]) -> tuple[list[RenderedRun], Path | None]:
+    """``chaos report PATH``: a run directory gets its page; any other directory gets a page for every run
+    under it and an index."""
+    base = Path(path)
+    if not base.is_dir():
+        raise ReportError(f"{base} is not a directory")
+    if is_run_dir(base) and not any(r != base for r in find_runs(base, max_depth=2)):
+        return [render_run(base)], None
+    runs = find_runs(base)
+    rendered = [render_run(run) for run in runs]
+    return rendered, render_index(base, runs)
+
+
+def report_after_test(
+    run_dir: str | os.PathLike[str], root: str | os.PathLike[str], context: RunContext
+) -> tuple[list[RenderedRun], Path | None]:
+    """For the pytest plugin, after a test: render every run at or below the test's ``run_dir`` that holds
+    a history, then the index of ``root``. Returns nothing to render (``[], None``) for a test that
+    recorded no history."""
+    from chaos.history import RunDir
+
+    runs = [r for r in find_runs(run_dir, max_depth=3) if RunDir.of(r).has_history()]
+    if not runs:
+        return [], None
+    rendered = []
+    for run in runs:
+        try:
+            rendered.append(render_run(run, context))
+        except (ChaosError, OSError) as exc:
+            raise ReportError(f"report of {run} failed: {exc}") from exc
+    return rendered, render_index(root)

@@ -1,0 +1,218 @@
+"""Report pages in a real browser: Debian's headless Chromium loads the index and a scenario page from
+file://, driven over the DevTools protocol (websocket-client). No console errors, every chart drawn by
+Plotly, hostile strings inert (no dialog, no extra script element, shown as text); screenshots of both pages
+are saved under reports/."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos.paths import reports_dir
+from chaos.report import render_index, render_run
+from tests.report_sample import HOSTILE, write_sample_run
+
+pytestmark = [pytest.mark.integration]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--remote-debugging-port=0",
+    "--window-size=1280,900",
+)
+CHART_IDS = (
+    "chart-produce",
+    "chart-latency",
+    "chart-consume",
+    "chart-isr",
+    "chart-leader",
+    "chart-group",
+    "chart-errors",
+)
+
+
+class Page:
+    """One Chromium page over the DevTools protocol: navigate, evaluate, collect console errors."""
+
+    def __init__(self, ws_url: str) -> None:
+        import websocket
+
+        self.ws = websocket.create_connection(ws_url, timeout=30, suppress_origin=True)
+        self.ids = itertools.count(1)
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        for method in ("Runtime.enable", "Log.enable", "Page.enable"):
+            self.call(method)
+
+    def _event(self, message: dict[str, Any]) -> None:
+        method, params = message.get("method"), message.get("params", {})
+        if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            self.errors.append(json.dumps(params.get("args"))[:500])
+        elif method == "Runtime.exceptionThrown":
+            self.errors.append(json.dumps(params.get("exceptionDetails"))[:500])
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            self.errors.append(str(params["entry"].get("text"))[:500])
+        elif method == "Page.javascriptDialogOpening":
+            self.dialogs.append(str(params.get("message")))
+            self.call("Page.handleJavaScriptDialog", accept=True)
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        ident = next(self.ids)
+        self.ws.send(json.dumps({"id": ident, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == ident:
+                if "error" in message:
+                    raise AssertionError(f"{method}: {message['error']}")
+                return dict(message.get("result", {}))
+            self._event(message)
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in result:
+            raise AssertionError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def open(self, url: str, wait_for: str, timeout_s: float = 60.0) -> None:
+        self.call("Page.navigate", url=url)
+        deadline = time.monotonic() + timeout_s
+        condition = f"document.readyState === 'complete' && ({wait_for})"
+        while time.monotonic() < deadline:
+            if self.evaluate(condition):  # each call also reads the events that arrived meanwhile
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"{url}: {wait_for!r} not true after {timeout_s} s (errors: {self.errors})")
+
+    def screenshot(self, target: Path) -> None:
+        import base64
+
+        height = int(self.evaluate("document.documentElement.scrollHeight"))
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=1280,
+            height=min(height, 16000),
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+        time.sleep(0.5)  # let responsive charts settle at the new size
+        shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        target.write_bytes(base64.b64decode(shot["data"]))
+        self.call("Emulation.clearDeviceMetricsOverride")
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+@pytest.fixture(scope="module")
+def page() -> Iterator[Page]:
+    # make setup installs both; a missing one is a setup failure, never a silent skip
+    assert CHROMIUM is not None, "Debian's chromium package is not installed: run make setup"
+    profile = Path(tempfile.mkdtemp(prefix="chaos-chromium-"))
+    proc = subprocess.Popen(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not port_file.exists() or not port_file.read_text().strip():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"chromium did not start (exit {proc.poll()})")
+            time.sleep(0.2)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as answer:
+            targets = json.load(answer)
+        ws_url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
+        driver = Page(ws_url)
+        try:
+            yield driver
+        finally:
+            driver.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("report-root")
+    write_sample_run(base / "runs" / "pb1-hostile", hostile=True)
+    write_sample_run(base / "runs" / "pb1-crashed", crashed=True)
+    for run in ("pb1-hostile", "pb1-crashed"):
+        render_run(base / "runs" / run)
+    render_index(base)
+    return base
+
+
+def screenshot_dir() -> Path:
+    target = reports_dir() / "report-screenshots"
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def test_scenario_page_renders_every_chart_without_console_errors(page: Page, root: Path) -> None:
+    url = (root / "runs" / "pb1-hostile" / "report.html").as_uri()
+    page.errors.clear()
+    page.open(url, "document.body.getAttribute('data-charts-rendered') !== null")
+
+    drawn = page.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('.chart')]"
+        ".map(el => [el.id, el.querySelectorAll('svg.main-svg').length]))"
+    )
+    assert set(drawn) == set(CHART_IDS)
+    assert all(count > 0 for count in drawn.values()), drawn
+    assert page.evaluate("document.body.getAttribute('data-charts-rendered')") == str(len(CHART_IDS))
+    assert page.errors == []
+
+    # the hostile strings did nothing and read as text, in the HTML and inside the charts
+    assert page.dialogs == []
+    assert page.evaluate("document.scripts.length") == 3
+    assert HOSTILE in page.evaluate("document.querySelector('#verdict').closest('main').innerText")
+    legend = page.evaluate("document.querySelector('#chart-consume .legend').textContent")
+    assert HOSTILE in legend
+    annotation = page.evaluate("document.querySelector('#chart-produce .annotation').textContent")
+    assert HOSTILE in annotation
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 1280
+
+    page.screenshot(screenshot_dir() / "scenario-page.png")
+
+
+def test_index_and_crashed_run_render(page: Page, root: Path) -> None:
+    page.errors.clear()
+    page.open((root / "index.html").as_uri(), "document.readyState === 'complete'")
+    rows = page.evaluate("[...document.querySelectorAll('table.runs tr')].length")
+    assert rows == 3  # header + 2 runs
+    links = page.evaluate("[...document.querySelectorAll('table.runs a')].map(a => a.href)")
+    assert sorted(link.rsplit("/", 2)[-2] for link in links) == ["pb1-crashed", "pb1-hostile"]
+    assert page.errors == []
+    page.screenshot(screenshot_dir() / "index-page.png")
+
+    crashed = next(link for link in links if "pb1-crashed" in link)
+    page.open(crashed, "document.body.getAttribute('data-charts-rendered') !== null")
+    assert "This report is incomplete" in page.evaluate("document.body.innerText")
+    assert page.errors == []
+    page.screenshot(screenshot_dir() / "scenario-page-crashed.png")

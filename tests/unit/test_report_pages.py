@@ -1,0 +1,263 @@
+"""Report pages rendered from synthetic run directories (a recorded history, scenario.json, audit.json and
+broker logs; no Kafka): the banner, the tables, symptom matching, hostile strings escaped, crashed runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from chaos.report import find_runs, render_index, render_run, render_tree
+from chaos.report.render import build_page, plotly_js
+from tests.report_sample import HOSTILE, write_sample_run
+
+SECONDS, RATE = 40, 10
+
+
+class _Scripts(HTMLParser):
+    """Counts script elements the way a browser's tokenizer sees them, and keeps the JSON data block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scripts: list[dict[str, str | None]] = []
+        self.data: dict[str, str] = {}
+        self._current: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "script":
+            self.scripts.append(dict(attrs))
+            self._current = dict(attrs).get("id") or f"script-{len(self.scripts)}"
+            self.data[self._current] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._current = None
+
+    def handle_data(self, data: str) -> None:
+        if self._current is not None:
+            self.data[self._current] += data
+
+
+def _text(html: str) -> str:
+    """The page's visible text, roughly: tags dropped, entities kept (they are what escaping produces)."""
+    without_scripts = re.sub(r"<script.*?</script>", "", html, flags=re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", without_scripts))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    write_sample_run(root / "plain", seconds=SECONDS, rate=RATE)
+    write_sample_run(root / "hostile", hostile=True, seconds=SECONDS, rate=RATE)
+    write_sample_run(root / "crashed", crashed=True, seconds=SECONDS, rate=RATE)
+    return root
+
+
+@pytest.fixture(scope="module")
+def plain_html(runs: Path) -> str:
+    rendered = render_run(runs / "plain")
+    assert rendered.page == runs / "plain" / "report.html"
+    return rendered.page.read_text(encoding="utf-8")
+
+
+def test_banner_names_verdict_guarantee_and_what_failed(plain_html: str) -> None:
+    banner = plain_html[plain_html.index('id="verdict"') : plain_html.index("</section>")]
+    assert 'class="banner fail"' in plain_html
+    assert ">fail<" in banner
+    assert "<strong>at_least_once</strong>" in banner
+    assert "anomaly lost_acked: 2" in banner
+    assert "lost_indeterminate, duplicate_delivery_after_rebalance" in banner  # accepted, not failing
+    assert "test failed" in banner
+
+
+def test_scenario_section_quotes_symptom_and_configuration(plain_html: str) -> None:
+    text = _text(plain_html)
+    assert "PB1" in text
+    assert "pb1_cut_one_broker_then_start_client" in text
+    assert "通过加日志，发现错误都是发生在endOffsets这里" in text
+    for setting in (
+        "acks",
+        "enable.idempotence",
+        "isolation.level",
+        "min.insync.replicas",
+        "replica.lag.time.max.ms",
+        "unclean.leader.election.enable",
+    ):
+        assert f'<th class="mono">{setting}</th>' in plain_html
+    assert "network_cut" in text
+    assert "4242" in text
+    assert "longest_outage_s" in text
+
+
+def test_anomaly_tables_hold_examples_explanations_and_availability(plain_html: str) -> None:
+    examples = plain_html[plain_html.index('id="examples-lost_acked"') :]
+    examples = examples[: examples.index("</table>")]
+    assert "sample-run:producer-0:1004" in examples
+    assert '<td class="num">341</td>' in examples
+    assert "2026-01-15 12:00:21.080 UTC" in examples
+    assert "A write the broker acknowledged is not in the topic" in plain_html
+    assert '<span class="tag fails">fails</span>' in plain_html
+    assert "… and 4 more" in plain_html  # 14 duplicates, 10 examples kept
+    availability = _text(plain_html[plain_html.index('id="availability"') :])
+    assert "Longest time without a successful acknowledgement: 7.500 s (from t+20.000 s to t+27.500 s)" in (
+        availability
+    )
+    assert "8.0 / 609.0" in availability
+
+
+def test_symptoms_marked_observed_or_not_with_first_time_and_lines(plain_html: str) -> None:
+    section = plain_html[plain_html.index('id="symptoms"') : plain_html.index('id="remediation"')]
+    rows = {re.sub(r"<[^>]+>", "", r.split("</td>")[0]).strip(): r for r in section.split("<tr>")[2:]}
+    shrink = next(v for k, v in rows.items() if k.startswith("Shrinking ISR"))
+    assert "observed" in shrink
+    assert "t+26.200 s" in shrink
+    assert "broker-1.log:" in shrink
+    assert "Shrinking ISR from 1,2,3 to 1,3" in shrink
+    elect = next(v for k, v in rows.items() if k.startswith("Failed to elect leader"))
+    assert "not observed" in elect
+    nerr = next(v for k, v in rows.items() if k.startswith("NOT_ENOUGH_REPLICAS"))
+    assert '"tag yes">observed' in nerr
+    assert "t+20.700 s" in nerr
+    timed_out = next(v for k, v in rows.items() if k.startswith("_MSG_TIMED_OUT"))
+    assert "not observed" in timed_out
+    client = next(v for k, v in rows.items() if k.startswith("Timed out ProduceRequest"))
+    assert '"tag yes">observed' in client
+    assert "REQTMOUT" in client
+
+
+def test_remediation_log_excerpts_and_reproduce_command(plain_html: str) -> None:
+    text = _text(plain_html)
+    assert "Remove the dead node from bootstrap.servers" in text
+    assert "Use acks=all with min.insync.replicas &gt;= 2" in text  # generic hint for lost_acked
+    logs = plain_html[plain_html.index('id="logs"') : plain_html.index('id="reproduce"')]
+    assert "network_cut broker-2 — inject at t+20.000 s" in logs
+    assert "network_cut broker-2 — heal at t+32.000 s" in logs
+    assert "broker-3.log  [2026-01-15 12:00:24,250] INFO [BrokerServer id=3]" in logs
+    assert "t+16.250 s" in logs
+    assert "t+14.250 s" not in logs
+    assert (
+        "'scenarios/test_partitioned.py::test_pb1[ci]' --chaos-seed=4242 --chaos-profile=ci --chaos-brokers=3"
+    ) in plain_html.replace("&#39;", "'")
+
+
+def test_page_is_self_contained_with_plotly_inlined_once(plain_html: str) -> None:
+    parser = _Scripts()
+    parser.feed(plain_html)
+    assert [s.get("src") for s in parser.scripts] == [None, None, None]
+    assert plain_html.count(plotly_js()) == 1
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", plain_html.replace(plotly_js(), ""))
+    figures = json.loads(parser.data["chaos-figures"])
+    assert set(figures) == {
+        "chart-produce",
+        "chart-latency",
+        "chart-consume",
+        "chart-isr",
+        "chart-leader",
+        "chart-group",
+        "chart-errors",
+    }
+    shapes = figures["chart-produce"]["layout"]["shapes"]
+    assert [(s["x0"], s["x1"]) for s in shapes] == [(20.0, 32.0)]  # the fault window, shaded
+    assert "@media print" in plain_html
+
+
+def test_hostile_strings_render_as_text_everywhere(runs: Path) -> None:
+    html = render_run(runs / "hostile").page.read_text(encoding="utf-8")
+    assert HOSTILE not in html
+    assert "<script>alert" not in html.replace(plotly_js(), "")
+    parser = _Scripts()
+    parser.feed(html)
+    assert len(parser.scripts) == 3  # nothing the run wrote opened a script element
+    escaped = "&lt;/script&gt;&lt;script&gt;alert(&#39;xss&#39;)&lt;/script&gt;"
+    text = _text(html)
+    for where in (
+        "Partitioned broker: network cut of one broker",
+        "(the errors all happen in endOffsets",
+        "sample-run:producer-0:",
+        "chaos-sample",
+        "WARN client said",
+    ):
+        assert f"{where}" in text
+    assert text.count(escaped) >= 10  # title, symptom, settings, examples, fault, logs, remediation…
+    raw = parser.data["chaos-figures"]
+    assert "<" not in raw
+    assert ">" not in raw
+    figures = json.loads(raw)
+    consume = figures["chart-consume"]["data"][0]["name"]
+    assert consume == "delivered /s (group &lt;/script&gt;&lt;script&gt;alert('xss')&lt;/script&gt;)"
+    annotation = figures["chart-produce"]["layout"]["annotations"][0]["text"]
+    assert annotation.startswith("network_cut broker-2 &lt;/script&gt;")
+    assert any(
+        name.startswith("log:REQTMOUT &lt;/script&gt;")
+        for name in (t["name"] for t in figures["chart-errors"]["data"])
+    )
+
+
+def test_crashed_run_renders_what_it_holds_and_says_what_is_missing(runs: Path) -> None:
+    html, summary = build_page(runs / "crashed")
+    assert summary.verdict == "unknown"
+    assert 'class="banner unknown"' in html
+    text = _text(html)
+    assert "This report is incomplete" in text
+    assert "no audit result (audit.json)" in text
+    assert "JSONL segments only, no events.parquet" in text
+    assert "did not record its end" in text
+    assert "no final drain in the history" in text
+    assert "Run error: KafkaException: _TIMED_OUT" in text
+    assert 'id="chart-produce"' in html  # the history it holds is still charted
+    assert "No audit result" in text
+
+
+def test_directory_without_history_or_scenario_still_renders(tmp_path: Path) -> None:
+    run = tmp_path / "bare"
+    run.mkdir()
+    (run / "scenario.json").write_text(json.dumps({"scenario_id": "only-metadata"}), encoding="utf-8")
+    html, summary = build_page(run)
+    assert summary.scenario_id == "only-metadata"
+    assert summary.verdict == "unknown"
+    text = _text(html)
+    assert "no readable history" in text
+    assert "No history to chart." in text
+    assert "no broker logs in logs/" in text
+    assert "-k only-metadata" in text
+
+
+def test_broken_scenario_json_is_reported_not_raised(tmp_path: Path) -> None:
+    run = write_sample_run(tmp_path / "run", seconds=SECONDS, rate=RATE)
+    (run / "scenario.json").write_text('{"scenario_id": "x", "colour": "blue"}', encoding="utf-8")
+    html, _ = build_page(run)
+    assert "scenario.json is unreadable" in html
+    assert "unknown keys [&#39;colour&#39;]" in html
+
+
+def test_index_lists_runs_with_verdict_duration_and_links(runs: Path, tmp_path: Path) -> None:
+    rendered, index = render_tree(runs)
+    assert index == runs / "index.html"
+    assert {r.page.parent.name for r in rendered} == {"plain", "hostile", "crashed"}
+    html = index.read_text(encoding="utf-8")
+    assert HOSTILE not in html
+    for name in ("plain", "hostile", "crashed"):
+        assert f'href="{name}/report.html"' in html
+    assert '<span class="tag fail">fail</span>' in html
+    assert '<span class="tag unknown">unknown</span>' in html
+    assert "43.0 s" in html  # scenario start to end of the complete runs
+    assert "incomplete" in html
+
+    # a run nobody rendered yet is listed from its JSON inputs, without a link
+    write_sample_run(runs / "later", seconds=SECONDS, rate=RATE)
+    html = render_index(runs).read_text(encoding="utf-8")
+    assert "later/report.html" not in html
+    assert "later" in html
+    assert sorted(p.name for p in find_runs(runs)) == ["crashed", "hostile", "later", "plain"]
+
+
+def test_render_tree_on_one_run_writes_only_its_page(runs: Path) -> None:
+    rendered, index = render_tree(runs / "plain")
+    assert index is None
+    assert [r.page.name for r in rendered] == ["report.html"]
+    summary = json.loads((runs / "plain" / "report.json").read_text())
+    assert summary["verdict"] == "fail"
+    assert summary["scenario_id"] == "pb1_cut_one_broker_then_start_client"
