@@ -65,8 +65,12 @@ RESERVED_PROPERTIES = frozenset(
     }
 )
 # C1 only and the serial collector: a broker starts with less CPU on a 2-core machine; the throughput a
-# chaos test needs is tiny.
-DEFAULT_JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
+# chaos test needs is tiny. log4j2's own shutdown hook is off: it stops logging while Kafka's shutdown hook
+# still runs, so a SIGTERM-stopped broker lost its controlled-shutdown lines (measured: 20 log lines after
+# SIGTERM with the hook, 194 without). The console appender flushes every line, so nothing waits on it.
+DEFAULT_JVM_OPTS = (
+    "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true -Dlog4j2.shutdownHookEnabled=false"
+)
 _HEAP = re.compile(r"^\d+[mMgG]$")
 
 

@@ -26,8 +26,16 @@ class SingleBroker:
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 characters).
+
+    It never starts with "-": the storage tool (``format --cluster-id <id>``, in both images) would
+    read such an id as an option and fail, one cluster start in 64. Kafka's own ``Uuid.randomUuid()``
+    redraws those ids for the same reason; clearing the first bit does it without a loop (the first
+    character is then one of A-Z, a-f).
+    """
+    raw = bytearray(uuid.uuid4().bytes)
+    raw[0] &= 0x7F
+    return base64.urlsafe_b64encode(bytes(raw)).rstrip(b"=").decode()
 
 
 @contextmanager
