@@ -195,6 +195,45 @@ def report(run_dir: str) -> None:
         console.print(f"index: {index}", highlight=False)
 
 
+@cli.command("list")
+def scenarios_list() -> None:
+    """List the scenarios under scenarios/ with their catalog ids and variants."""
+    from chaos.scenario import discover
+
+    table = Table()
+    for header in ("case", "scenario id", "variants", "title"):
+        table.add_column(header, overflow="fold")
+    for scenario in discover():
+        table.add_row(
+            scenario.case_id, scenario.scenario_id, ", ".join(scenario.variant_names), scenario.title
+        )
+    console.print(table)
+
+
+@cli.command("run")
+@click.argument("scenario_id")
+@click.option("--seed", type=int, default=None, help="Seed of the run (default: $CHAOS_SEED, else random).")
+@click.option(
+    "--profile",
+    type=click.Choice(["ci", "faithful"]),
+    default="ci",
+    show_default=True,
+    help="Time profile: ci scales timeouts down, faithful keeps Kafka's defaults.",
+)
+@click.option("--variant", default=None, help="Run one variant only (default: all of them).")
+def scenario_run(scenario_id: str, seed: int | None, profile: str, variant: str | None) -> None:
+    """Run one scenario (by id or catalog id, e.g. PB1) through pytest; exit with pytest's status."""
+    import shlex
+
+    import pytest
+
+    from chaos.scenario import find, pytest_args
+
+    args = pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant)
+    console.print(f"[dim]pytest {shlex.join(args)}[/dim]", highlight=False)
+    sys.exit(int(pytest.main(args)))
+
+
 def main() -> None:
     """Entry point: harness errors print their fix and exit 2 instead of a traceback."""
     try:

@@ -1,0 +1,233 @@
+"""ISR2 / L4 — lost ISR: a follower falls out of the ISR, the leader crashes, the stale follower takes over.
+
+CATALOG.md 1B ISR2 `isr_last_replica_down_partition_offline` (seed 002 › 场景4) and 2 L4
+`unclean_leader_election_loss` (003 § 6, 004 § 最佳实践 4). The seed stopped brokers too fast: the only
+in-sync replica went down, the returning stale broker could not lead ("Failed to elect leader …"), the
+partition stayed unavailable. With ``unclean.leader.election.enable=true`` the stale replica *does* lead,
+and everything only the old leader had is lost (004: "如果一个Broker落后原先的Leader太多，那么它一旦成为新的
+Leader，必然会造成消息的丢失").
+
+Topology: one partition, replication factor 2 (leader L, follower F) on the 3-broker cluster; the third
+broker keeps the KRaft quorum at 2 of 3 voters while L is down. F is taken out of the ISR by a
+**replication cut** (iptables in F's namespace drops F's fetches to L's replication proxy; F stays in the
+quorum and reachable by clients) — a full network cut of F plus a crash of L would leave one voter of
+three, and no election could happen at all.
+
+Timeline (ci; the sampler runs every 0.5 s, a producer sends 25 msg/s throughout, a one-member group
+consumes with commit-after-processing):
+
+1. warm-up: 25+ values acknowledged;
+2. replication cut F→L; F leaves the ISR after ``replica.lag.time.max.ms`` (6 s, + the leader's check);
+3. 2 s of writes with F out of the ISR;
+4. ``docker kill`` L; the controller fences L after ``broker.session.timeout.ms`` (6 s);
+5. 3 s of writes after the election (or the offline window);
+6. heal the replication cut, then restart L; wait for a full ISR; stop the producer; the group catches up;
+   final drain; audit (Spark, reading the topic through Kafka, for ``vulnerable``; the reference engine
+   for the others).
+
+Variants (every producer retries 10 times; every variant claims at-least-once):
+
+- ``vulnerable`` — ``unclean.leader.election.enable=true``, ``min.insync.replicas=1``, ``acks=1``. F (stale)
+  is elected once L is fenced; L truncates when it returns. Audit: ``lost_acked`` > 0 (writes only L had
+  acknowledged in step 3): verdict **fail**.
+- ``remediated`` — ``unclean…=false``, ``min.insync.replicas=2``, ``acks=all``. Step 3's writes are refused
+  (``NOT_ENOUGH_REPLICAS``, ISR3): no loss, verdict **pass**.
+- ``unclean_off`` — the seed's own defaults: ``unclean…=false``, ``min.insync.replicas=1``, ``acks=1``. The
+  partition is **offline** (no leader) from L's fencing until L returns; no loss, verdict **pass**.
+
+Measured (docs/scenarios.md): F leaves the ISR 6–9 s after the cut; L is fenced 5–7 s after its crash.
+``vulnerable`` elects F (unclean) at the fencing and loses the ~3 s of writes L alone acknowledged;
+``remediated`` acknowledges nothing while the ISR holds one replica and — Kafka 4.1's Eligible Leader
+Replicas (KIP-966, on by default) — F, removed from the ISR while it was at ``min.insync.replicas``, is
+elected *cleanly* at the fencing: no offline window; ``unclean_off`` is offline from the fencing until L
+is back, then L leads again. The AdminClient sampler cannot read the partition while a broker is down
+(every sample failed), so the runner's raw-metadata introspection gives the leader timeline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from chaos.faults.process import Crash
+from chaos.history import Event
+from chaos.report.inputs import ExpectedSymptom
+from chaos.scenario import ReplicationCut, Scenario, ScenarioRun, Variant, views
+from chaos.workload import ThreadMember
+
+pytestmark = pytest.mark.chaos
+
+Settings = dict[str, str | int | float | bool]
+ACKS1_RETRIES: Settings = {"acks": 1, "retries": 10, "retry.backoff.ms": 100, "enable.idempotence": False}
+ACKS_ALL: Settings = {"acks": "all", "retries": 10, "retry.backoff.ms": 100, "enable.idempotence": False}
+RATE = 25.0
+
+SCENARIO = Scenario(
+    scenario_id="isr_last_replica_down_partition_offline",
+    case_id="ISR2",
+    title="Lost ISR: follower out of the ISR, leader crash, stale follower returns",
+    source="002 › 场景4; 003 § 6(3)(4); 004 § 最佳实践 4",
+    symptom=(
+        "恢复broker2，无法启动kafka client端服务，报错，unexpected — "
+        "kafka.common.StateChangeFailedException: Failed to elect leader for partition T-TEST-0 under "
+        "strategy PreferredReplicaPartitionLeaderElectionStrategy"
+    ),
+    module="scenarios/test_isr2_lost_isr.py",
+    test="test_isr2",
+    variants=(
+        Variant(
+            name="vulnerable",
+            description="unclean.leader.election.enable=true, min.insync.replicas=1, acks=1",
+            guarantee="at_least_once",
+            expected_verdict="fail",
+            client_profile="acks1_retries",
+            producer_config=ACKS1_RETRIES,
+            topic_config={"unclean.leader.election.enable": True, "min.insync.replicas": 1},
+            expected_symptoms=(ExpectedSymptom("broker_log", "Shrinking ISR", "F leaves the leader's ISR"),),
+        ),
+        Variant(
+            name="remediated",
+            description="unclean.leader.election.enable=false, min.insync.replicas=2, acks=all",
+            guarantee="at_least_once",
+            expected_verdict="pass",
+            client_profile="at_least_once",
+            producer_config=ACKS_ALL,
+            topic_config={"unclean.leader.election.enable": False, "min.insync.replicas": 2},
+            expected_symptoms=(
+                ExpectedSymptom("error_code", "NOT_ENOUGH_REPLICAS", "writes refused below min ISR (ISR3)"),
+            ),
+        ),
+        Variant(
+            name="unclean_off",
+            description="The seed's defaults: unclean election off, min.insync.replicas=1, acks=1",
+            guarantee="at_least_once",
+            expected_verdict="pass",
+            client_profile="acks1_retries",
+            producer_config=ACKS1_RETRIES,
+            topic_config={"unclean.leader.election.enable": False, "min.insync.replicas": 1},
+        ),
+    ),
+    remediation=(
+        "Keep unclean.leader.election.enable=false (the default since 0.11): a stale replica never leads.",
+        "acks=all with min.insync.replicas=2 and replication.factor >= 3: a write is acknowledged only "
+        "once a second replica has it (003/004: RF = min.insync.replicas + 1).",
+        "Do not stop brokers faster than the cluster fails over: wait for a full ISR before the next "
+        "stop (seed: 启停kafka服务操作时不要动作太快).",
+    ),
+    related=("L4", "ISR3"),
+)
+
+
+def _isr(run: ScenarioRun) -> tuple[int, tuple[int, ...]]:
+    state = run.cluster.partition(run.topic, 0)
+    return state.leader, tuple(state.isr)
+
+
+def _single_replica_window(events: tuple[Event, ...], topic: str) -> tuple[float, float]:
+    """From the first introspection reading with an ISR of one replica to the next with two."""
+    start = end = None
+    for sample in views.samples(events, process="introspect"):
+        isr = views.isr_of(sample, topic, 0)
+        if start is None and isr is not None and len(isr) == 1:
+            start = sample.mono
+        elif start is not None and isr is not None and len(isr) == 2:
+            end = sample.mono
+            break
+    assert start is not None, "no ISR shrink in the introspection readings"
+    assert end is not None, "no ISR recovery in the introspection readings"
+    return start, end
+
+
+@pytest.mark.parametrize("variant", SCENARIO.variant_names)
+def test_isr2(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
+    # The loss is the point of the vulnerable run: Spark audits it from the topic's real contents (read
+    # through Kafka), not from the drain; the other variants use the reference engine.
+    engine = "spark" if variant == "vulnerable" else "reference"
+    with scenario_run(SCENARIO, variant, engine=engine) as run:
+        run.create_topic(partitions=1, replication_factor=2)
+        run.introspect(interval_s=0.5)
+        member = ThreadMember(run.member("consumer-0", batch_size=100), run.record).start()
+        run.on_close(lambda: member.stop())
+        producer = run.producer(rate=RATE, duration_s=150.0, flush_timeout_s=5.0)
+        run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
+
+        leader = _isr(run)[0]
+        (follower,) = (b for b in run.cluster.partition(run.topic, 0).replicas if b != leader)
+        cut = run.fault(ReplicationCut, follower, leader)
+        cut.inject()
+        shrink_s = run.wait_until(
+            f"follower {follower} leaves the ISR", lambda: _isr(run)[1] == (leader,), 40
+        )
+        run.note(f"ISR shrank to [{leader}] {shrink_s:.1f} s after the replication cut")
+        time.sleep(2.0)
+        crash = run.fault(Crash, leader)
+        crash.inject()
+        fence_s = run.wait_until(
+            "the controller fences the crashed leader", lambda: _isr(run)[0] != leader, 40
+        )
+        run.note(f"leader after the crash: {_isr(run)} ({fence_s:.1f} s)")
+        time.sleep(3.0)
+        cut.heal()
+        crash.heal()
+        run.wait_until("a full ISR again", lambda: len(_isr(run)[1]) == 2, 60)
+        producer.stop()
+        run.wait_caught_up(40)
+        result = run.finish()
+
+    events = result.events
+    crashed, restarted = views.fault_window(events, "crash")
+    assert restarted is not None
+    cut_at = views.faults(events, "replication_cut")[0]
+    spans = views.leader_timeline(events, run.topic, 0, process="introspect")
+    cut_healed = views.fault_window(events, "replication_cut")[1]
+    assert cut_healed is not None
+    # Elections happen when the controller fences the old leader; the restart begins after the cut's heal.
+    down = [s for s in spans if crashed < s.first_mono < cut_healed]
+    timeline = [(s.leader, round(s.first_mono - crashed, 1), s.samples) for s in spans]
+    refused = [e for e in views.outcomes(events) if e.outcome != "ok"]
+    errors = sorted({e.error or "" for e in refused})
+    print(
+        f"\n{variant}: leader {leader}, follower {follower}; ISR shrink {shrink_s:.1f} s after the cut; "
+        f"leader moved off {leader} {fence_s:.1f} s after the crash; leader timeline (leader, s from crash, "
+        f"samples) {timeline}; old leader back at +{restarted - crashed:.1f} s; non-ok sends {len(refused)} "
+        f"{errors}\n{result.summary()}"
+    )
+
+    # Acknowledged while the ISR held one replica (with a 1 s margin on the 0.5 s readings on each side).
+    narrow = _single_replica_window(events, run.topic)
+    acked_narrow = [e for e in views.outcomes(events, "ok") if narrow[0] + 1.0 < e.mono < narrow[1] - 1.0]
+    print(f"ISR of one replica for {narrow[1] - narrow[0]:.1f} s; acks inside: {len(acked_narrow)}")
+    assert result.audit.facts.problems == ()
+    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
+    assert down, f"no introspection sample while the leader was down: {timeline}"
+    if variant != "remediated":
+        assert acked_narrow, "acks=1 keeps acknowledging with one replica in sync"
+    if variant == "vulnerable":
+        # The stale follower was elected (unclean) and the writes only the old leader had are gone.
+        assert follower in {s.leader for s in down}, timeline
+        assert {s.leader for s in down} <= {follower, None}, timeline
+        assert result.count("lost_acked") > 0
+        assert "lost_acked" in result.audit.failed_by
+        lost = dict(result.audit.facts.anomalies)["lost_acked"].examples
+        assert lost
+        assert all(e.ts is not None and e.ts >= cut_at.ts for e in lost), (
+            "a value acked before the cut was lost"
+        )
+    else:
+        assert result.count("lost_acked") == 0
+        assert result.count("unseen_by_group") == 0
+    if variant == "remediated":
+        # acks=all with min.insync.replicas=2: nothing is acknowledged while one replica is in sync (ISR3);
+        # the producer's retries hold the writes (NOT_ENOUGH_REPLICAS) until the ISR is back to 2 ...
+        assert acked_narrow == [], acked_narrow[:3]
+        # ... and Kafka 4.1's ELR (KIP-966) let the follower lead cleanly before the old leader returned.
+        assert follower in {s.leader for s in down}, timeline
+        assert {s.leader for s in down} <= {follower, None}, timeline
+    if variant == "unclean_off":
+        # The seed's case: offline from the fencing until the old leader itself is back.
+        assert {s.leader for s in down} == {None}, timeline
+        back = [s for s in spans if s.first_mono > cut_healed]
+        assert back, timeline
+        assert back[0].leader == leader, timeline

@@ -1,0 +1,160 @@
+"""MPI1 — processing slower than ``max.poll.interval.ms``: the member leaves, its batch is redelivered.
+
+CATALOG.md 1D MPI1 `mpi_slow_rebalance_recovery_leaves_group` (seed 002 § "This member will leave the
+group because consumer poll timeout has expired"), with D8 (reprocessing after a rejected commit).
+docs/max-poll-interval.md measured what trips the interval in librdkafka: processing *between* polls does;
+a slow ``on_assign`` alone does not. This scenario replays the processing case, which is the one both
+clients share.
+
+Setup: topic of 2 partitions, RF 3; 120 values produced first (idempotent producer); a group of two
+thread members with commit-after-processing (``enable.auto.commit=false``, synchronous commit of each batch
+after it is processed). ``session.timeout.ms`` = ``max.poll.interval.ms`` = 6 s (the floor: librdkafka
+wants interval ≥ session, the broker session ≥ ``group.min.session.timeout.ms`` = 6 s), heartbeat 1 s.
+``consumer-slow`` processes each record in 0.18 s; ``consumer-fast`` in no time.
+
+Timeline: the slow member joins alone and takes both partitions; when its first batch arrives the fast
+member joins; the run ends once every acknowledged value was delivered (and, in ``vulnerable``, the slow
+member has seen ``_MAX_POLL_EXCEEDED``); the members close; final drain; audit (reference engine).
+
+- ``vulnerable`` — batches of 50 (``consume(num_messages)``, Java's ``max.poll.records``): 9 s per batch,
+  1.5 × the interval. librdkafka leaves the group when the interval expires; the fast member takes both
+  partitions and gets the uncommitted batch again; the slow member's commit fails (``UNKNOWN_MEMBER_ID``)
+  and ``consume()`` returns ``_MAX_POLL_EXCEEDED``. Audit: ``duplicate_delivery_after_rebalance`` > 0
+  and at most one batch, no loss: **pass** under at_least_once.
+- ``remediated`` — batches of 5 (the seed's "reduce max.poll.records"): 0.9 s per batch. No leave, no
+  failed commit, no duplicate: **pass**.
+- ``remediated_interval`` — batches of 50 with ``max.poll.interval.ms`` = 20 s (the seed's "extend
+  max.poll.interval.ms"): no leave, no duplicate: **pass**.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from chaos.history import Delivery
+from chaos.report.inputs import ExpectedSymptom
+from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.workload import IDEMPOTENT, Processing, ThreadMember
+
+pytestmark = pytest.mark.chaos
+
+RECORDS = 120
+PER_RECORD_S = 0.18
+SESSION_MS = 6_000
+GROUP = {"session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 1_000}
+BATCH = {"vulnerable": 50, "remediated": 5, "remediated_interval": 50}
+INTERVAL_MS = {"vulnerable": 6_000, "remediated": 6_000, "remediated_interval": 20_000}
+
+
+def _variant(name: str, description: str, symptoms: tuple[ExpectedSymptom, ...] = ()) -> Variant:
+    return Variant(
+        name=name,
+        description=description,
+        guarantee="at_least_once",
+        expected_verdict="pass",
+        client_profile="idempotent_commit_after",
+        producer_config=dict(IDEMPOTENT.producer),
+        consumer_config={**GROUP, "max.poll.interval.ms": INTERVAL_MS[name], "enable.auto.commit": False},
+        expected_symptoms=symptoms,
+    )
+
+
+SCENARIO = Scenario(
+    scenario_id="mpi_slow_rebalance_recovery_leaves_group",
+    case_id="MPI1",
+    title="max.poll.interval.ms expiry: slow processing, the member leaves the group",
+    source="002 § This member will leave the group because consumer poll timeout has expired",
+    symptom=(
+        "This member will leave the group because consumer poll timeout has expired. This means the time "
+        "between subsequent calls to poll() was longer than the configured max.poll.interval.ms"
+    ),
+    module="scenarios/test_mpi1_max_poll.py",
+    test="test_mpi1",
+    variants=(
+        _variant(
+            "vulnerable",
+            "batches of 50 at 0.18 s per record (9 s) against max.poll.interval.ms=6000",
+            (
+                ExpectedSymptom("error_code", "_MAX_POLL_EXCEEDED", "consume() reports the expired interval"),
+                ExpectedSymptom("client_log", "Application maximum poll interval", "librdkafka MAXPOLL"),
+                ExpectedSymptom("error_code", "UNKNOWN_MEMBER_ID", "the batch's commit is rejected"),
+            ),
+        ),
+        _variant("remediated", "batches of 5 (0.9 s) against max.poll.interval.ms=6000"),
+        _variant("remediated_interval", "batches of 50 (9 s) against max.poll.interval.ms=20000"),
+    ),
+    remediation=(
+        "Process fewer records per poll (Java max.poll.records; Python consume(num_messages=…)) so one "
+        "batch always ends well inside max.poll.interval.ms.",
+        "Or extend max.poll.interval.ms above the slowest batch (seed: 延长 max.poll.interval.ms).",
+        "Commit after processing and make processing idempotent: a rebalance redelivers the uncommitted "
+        "batch (D8).",
+    ),
+    related=("D8",),
+)
+
+
+def _member(run: ScenarioRun, name: str, variant: str, per_record_s: float) -> ThreadMember:
+    spec = run.member(name, processing=Processing(per_record_s=per_record_s), batch_size=BATCH[variant])
+    member = ThreadMember(spec, run.record)
+    run.on_close(lambda: member.stop())
+    return member
+
+
+@pytest.mark.parametrize("variant", SCENARIO.variant_names)
+def test_mpi1(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
+    with scenario_run(SCENARIO, variant) as run:
+        run.create_topic(partitions=2, replication_factor=3)
+        stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
+        assert stats.ok == RECORDS, stats
+        run.sampler(interval_s=0.5, group=True)
+        slow = _member(run, "consumer-slow", variant, PER_RECORD_S).start()
+        run.wait_for(
+            "first batch of the slow member", lambda ev: bool(views.deliveries(ev, "consumer-slow")), 30
+        )
+        _member(run, "consumer-fast", variant, 0.0).start()
+        run.wait_for(
+            "every acknowledged value delivered",
+            lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev),
+            60,
+        )
+        if variant == "vulnerable":
+            run.wait_for(
+                "_MAX_POLL_EXCEEDED at the slow member",
+                lambda ev: bool(views.client_logs(ev, error="_MAX_POLL_EXCEEDED")),
+                30,
+            )
+        # let the last batch's commit land before the members close
+        run.wait_quiet("the group idle", lambda e: isinstance(e, Delivery), 2.0, 60)
+        slow.stop()
+        result = run.finish()
+
+    events = result.events
+    maxpoll = views.client_logs(events, error="_MAX_POLL_EXCEEDED")
+    failed_commits = [c for c in views.commits(events) if c.outcome != "ok"]
+    dup_after = result.count("duplicate_delivery_after_rebalance")
+    dup_other = result.count("duplicate_delivery_other")
+    lost_like: dict[str, Any] = {k: result.count(k) for k in ("lost_acked", "unseen_by_group")}
+    print(
+        f"\n{variant}: batch {BATCH[variant]}, interval {INTERVAL_MS[variant]} ms; _MAX_POLL_EXCEEDED at "
+        f"{sorted({e.process for e in maxpoll})}; failed commits "
+        f"{[(c.process, c.error) for c in failed_commits]}; duplicates after rebalance {dup_after}, other "
+        f"{dup_other}; rebalances {[(r.process, r.action, r.generation) for r in views.rebalances(events)]}"
+        f"\n{result.summary()}"
+    )
+
+    assert result.audit.facts.problems == ()
+    assert result.verdict == "pass", result.summary()
+    assert lost_like == {"lost_acked": 0, "unseen_by_group": 0}
+    if variant == "vulnerable":
+        assert {e.process for e in maxpoll} == {"consumer-slow"}
+        assert any(c.process == "consumer-slow" and c.error == "UNKNOWN_MEMBER_ID" for c in failed_commits)
+        assert 0 < dup_after <= BATCH[variant]
+        assert dup_other == 0
+    else:
+        assert maxpoll == []
+        assert failed_commits == []
+        assert dup_after == dup_other == 0

@@ -1,0 +1,255 @@
+"""PB1 `pb_cut_one_broker_then_start_client` — a broker's network is cut, then a client starts and restores.
+
+CATALOG.md 1A PB1 (seed 002 § Troubleshooting › 场景3). The seed's client restored its state on start:
+per partition a temporary consumer ran ``endOffsets(tp) - 2`` → ``assign`` → ``seek`` → ``poll(10 s)``; with
+broker 2's host cut off the network, random partitions failed with ``TimeoutException: Failed to get
+offsets by times in 30000ms``; a *killed* broker with its host still up did not cause it.
+
+What really happens with librdkafka and KRaft (measured here; docs/scenarios.md has the numbers):
+
+- a new librdkafka client connects to every bootstrap broker at once and uses whichever answers, so a cut
+  broker in ``bootstrap.servers`` does **not** hang the client's start (unlike the seed's Java client):
+  the seed's "remove the dead broker from bootstrap" remedy is moot here;
+- ``get_watermark_offsets()`` looks the partition's leader up once and sends ListOffsets to *that*
+  broker; on a transport error it retries on the same broker until its own timeout
+  (``rd_kafka_query_wmark_offsets_resp_cb``). It never follows a leadership change;
+- the controller fences a silent or dead broker after ``broker.session.timeout.ms`` (6 s ``ci``, 9 s by
+  default) and moves its leaderships; a restore that *starts* after that succeeds everywhere.
+
+Timeline (every variant): topic of 3 partitions, RF 3, ``min.insync.replicas=2``; 60 records produced
+(acks=all) and consumed by a one-member group; the runner's introspection reads leaders/ISR every 0.5 s.
+At t0 the fault hits broker B, the leader of one partition (not the active controller, so no quorum
+election blurs the window); the restore reader runs over every partition, B's first; heal; drain; audit.
+
+- ``vulnerable`` — network cut of B; the restore starts at once (a client restarted inside the failover
+  window), per-call timeout T = 0.5 × the broker session timeout (3 s ``ci``). B's partition:
+  ``list_offsets`` fails with ``_TIMED_OUT`` after T; the two others are restored; no connection is
+  refused (the cut is silent).
+- ``remediated`` — network cut of B; the restore starts once B leads nothing (the controller fenced it:
+  the seed's "don't restart clients too fast"), same T: every partition is restored.
+- ``long_timeout`` — the seed's remedy 2, T raised above the failover time (2 × session, 12 s ``ci``):
+  leadership moves after ~6 s, yet the call still fails — ``_TIMED_OUT`` after the full 12 s, or
+  ``_DESTROY_BROKER`` at ~6.3 s when librdkafka drops the fenced broker's handle (librdkafka logs
+  "Connection setup timed out … after 6004ms"). Raising the timeout does not help.
+- ``crash`` — ``docker kill`` of B: its proxy refuses within milliseconds (client log "Disconnected …
+  after 4ms in state APIVERSION_QUERY") — and the call *still* waits out T, then ``_TIMED_OUT``: with
+  librdkafka the seed's crash/cut distinction disappears for end offsets inside the failover window.
+
+Verdicts: only reads are faulted, so every variant audits ``pass`` under ``at_least_once`` (no loss, no
+duplicate). The symptoms are asserted on the history: ``probe_call`` events (error code, duration against
+the timeout passed), the restore client's ``client_log`` lines and the introspected leader timeline.
+
+Ratios: T < broker session timeout for ``vulnerable``/``crash`` (the restore runs inside the failover
+window); T > it for ``long_timeout``. ``faithful``: session 9 s, T 4.5 s / 18 s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+
+from chaos.faults.network import NetworkCut
+from chaos.faults.process import Crash
+from chaos.history import ProbeCall
+from chaos.report.inputs import ExpectedSymptom
+from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.workload import AT_LEAST_ONCE, ThreadMember
+
+pytestmark = pytest.mark.chaos
+
+TOPIC_CONFIG = {"min.insync.replicas": 2}
+PRODUCER = dict(AT_LEAST_ONCE.producer)
+RECORDS = 60
+
+SCENARIO = Scenario(
+    scenario_id="pb_cut_one_broker_then_start_client",
+    case_id="PB1",
+    title="Partitioned broker: network cut of one broker, then client start and restore",
+    source="002 § Troubleshooting › 网络故障 › 场景3",
+    symptom=(
+        "刚开始的时候，每次都会随机成功某几个partition … 通过加日志，发现错误都是发生在endOffsets这里，"
+        "默认的timeout应该是30s — org.apache.kafka.common.errors.TimeoutException: Failed to get offsets "
+        "by times in 30000ms"
+    ),
+    module="scenarios/test_pb1_partitioned_broker.py",
+    test="test_pb1",
+    variants=(
+        Variant(
+            name="vulnerable",
+            description="Client restarted right after the cut; per-call timeout below the failover time.",
+            guarantee="at_least_once",
+            expected_verdict="pass",
+            client_profile="at_least_once",
+            producer_config=PRODUCER,
+            topic_config=TOPIC_CONFIG,
+            expected_symptoms=(
+                ExpectedSymptom(
+                    "error_code", "_TIMED_OUT", "end offsets of the cut broker's partition time out"
+                ),
+            ),
+        ),
+        Variant(
+            name="remediated",
+            description="Client started once the cut broker was fenced and its leaderships moved.",
+            guarantee="at_least_once",
+            expected_verdict="pass",
+            client_profile="at_least_once",
+            producer_config=PRODUCER,
+            topic_config=TOPIC_CONFIG,
+        ),
+        Variant(
+            name="long_timeout",
+            description="Seed remedy 2: the per-call timeout raised above the failover time (2 x session).",
+            guarantee="at_least_once",
+            expected_verdict="pass",
+            client_profile="at_least_once",
+            producer_config=PRODUCER,
+            topic_config=TOPIC_CONFIG,
+            expected_symptoms=(
+                ExpectedSymptom("error_code", "_TIMED_OUT", "the call still times out (or _DESTROY_BROKER)"),
+                ExpectedSymptom(
+                    "client_log", "Connection setup timed out", "librdkafka gives up the connect"
+                ),
+            ),
+        ),
+        Variant(
+            name="crash",
+            description="Contrast: the broker is killed (host answers, connections refused at once).",
+            guarantee="at_least_once",
+            expected_verdict="pass",
+            client_profile="at_least_once",
+            producer_config=PRODUCER,
+            topic_config=TOPIC_CONFIG,
+            expected_symptoms=(
+                ExpectedSymptom("error_code", "_TIMED_OUT", "the call retries the refused leader until T"),
+                ExpectedSymptom("client_log", "connection closed by peer", "the proxy refuses at once"),
+            ),
+        ),
+    ),
+    remediation=(
+        "Do not restart clients (or run the restore) inside the failover window: wait until the cut broker "
+        "is fenced and its leaderships have moved (seed: 启停kafka客户端操作时也不要动作太快).",
+        "Treat a timed-out end-offsets call as retriable: retry the restore of that partition after "
+        "metadata refreshes instead of failing the start.",
+        "Removing the dead broker from bootstrap.servers (seed remedy 1) does not help librdkafka: clients "
+        "learn it from metadata; raising request.timeout.ms (remedy 3) does not apply (producer-only).",
+    ),
+    related=("MD1",),
+)
+
+
+def _restore_partitions(run: ScenarioRun, broker: int) -> tuple[int, list[int]]:
+    """The partition B leads, and the restore order: B's partition first, then the others."""
+    states = run.cluster.describe_partitions([run.topic])
+    led = next(s.partition for s in states if s.leader == broker)
+    return led, [led, *sorted(s.partition for s in states if s.partition != led)]
+
+
+def _target(run: ScenarioRun) -> int:
+    """A broker that leads a partition of the topic and is not the active controller."""
+    controller = run.cluster.controller_id()
+    leaders = sorted({s.leader for s in run.cluster.describe_partitions([run.topic])})
+    return next((b for b in leaders if b != controller), leaders[0])
+
+
+def _prefill(run: ScenarioRun) -> None:
+    member = ThreadMember(run.member("consumer-0", batch_size=100), run.record).start()
+    run.on_close(lambda: member.stop())
+    stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
+    assert stats.ok == RECORDS, stats
+    run.wait_for(
+        "the group delivered every prefilled record",
+        lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev),
+        30,
+    )
+    member.stop()
+
+
+@pytest.mark.parametrize("variant", SCENARIO.variant_names)
+def test_pb1(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
+    with scenario_run(SCENARIO, variant) as run:
+        run.create_topic(partitions=3, replication_factor=3)
+        _prefill(run)
+        run.introspect(interval_s=0.5)
+        broker = _target(run)
+        led, order = _restore_partitions(run, broker)
+        session_s = run.cluster.config.detection_timeout_s("broker.session.timeout.ms", 9000)
+        timeout_s = (2.0 if variant == "long_timeout" else 0.5) * session_s
+        fault = run.fault(Crash if variant == "crash" else NetworkCut, broker)
+        fault.inject()
+        if variant == "remediated":
+            moved_s = run.wait_until(
+                f"broker {broker} leads no partition of the topic",
+                lambda: all(
+                    s.leader not in (broker, -1) for s in run.cluster.describe_partitions([run.topic])
+                ),
+                60,
+            )
+            run.note(f"leaderships moved away from broker {broker} {moved_s:.1f} s after the cut")
+        restored = run.restore_reader(call_timeout_s=timeout_s, poll_timeout_s=timeout_s).restore(order)
+        fault.heal()
+        result = run.finish()
+
+    events = result.events
+    injected, _ = views.fault_window(events, "crash" if variant == "crash" else "network_cut")
+    offsets = views.probe_calls(events, "list_offsets")
+    by_partition: dict[int, ProbeCall] = {p.partition: p for p in offsets if p.partition is not None}
+    mine = by_partition[led]
+    others = [by_partition[p] for p in order if p != led]
+    spans = views.leader_timeline(events, run.topic, led, process="introspect")
+    moved = next((s.first_mono for s in spans if s.leader not in (broker, None)), None)
+    logs = [e for e in views.client_logs(events) if e.process == "restore"]
+    refused = [e for e in logs if "Disconnected" in (e.message or "")]
+    setup_timeouts = [e for e in logs if "Connection setup timed out" in (e.message or "")]
+    print(
+        f"\n{variant}: fault on broker {broker} (leader of partition {led}); "
+        f"per-call timeout {timeout_s:.1f} s; "
+        f"restore {[(r.partition, r.ok, r.error) for r in restored]}; list_offsets "
+        f"{[(p.partition, p.error, round(p.duration_ms)) for p in offsets]}; leadership of p{led} moved "
+        f"{'never' if moved is None else f'at +{moved - injected:.1f} s'}; restore client logs "
+        f"{[(e.facility, (e.message or '')[-90:]) for e in logs]}\n{result.summary()}"
+    )
+
+    # Verdicts: reads only, nothing lost or duplicated in any variant.
+    assert result.audit.facts.problems == ()
+    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
+    assert result.count("lost_acked") == result.count("duplicate_in_log") == 0
+    assert len(offsets) == 3
+    assert all(p.error is None and p.duration_ms < 1000 * timeout_s for p in others), others
+    if variant == "remediated":
+        assert all(r.ok for r in restored), restored
+        assert mine.error is None
+        assert mine.duration_ms < 1000 * timeout_s
+        return
+    assert mine.timeout_ms == pytest.approx(timeout_s * 1000)
+    if variant == "long_timeout":
+        # The controller moved the leadership while the call was still waiting, yet the call did not
+        # follow it: librdkafka keeps the request on the leader it looked up first. It fails at its own
+        # timeout (_TIMED_OUT), or earlier with _DESTROY_BROKER once the fenced broker has left the
+        # metadata and librdkafka decommissions its handle (measured both) — never with the offsets.
+        assert mine.error in ("_TIMED_OUT", "_DESTROY_BROKER"), mine
+        assert 0.8 * session_s * 1000 <= mine.duration_ms <= timeout_s * 1000 + 1500, mine
+        assert moved is not None, spans  # the failover did happen
+        if mine.error == "_TIMED_OUT":
+            assert moved < mine.mono, (moved, mine.mono)  # ... while the call was still waiting
+        assert setup_timeouts, logs  # socket.connection.setup.timeout.ms (6 s ci) fired on the cut broker
+        return
+    # Inside the failover window the faulted broker still led the partition when the restore asked for its
+    # end offsets: the call waited for its whole timeout, then failed with _TIMED_OUT.
+    assert mine.error == "_TIMED_OUT", mine
+    assert 0.95 * timeout_s * 1000 <= mine.duration_ms <= timeout_s * 1000 + 1500, mine
+    if variant == "vulnerable":
+        assert refused == [], "a cut broker is silent: nothing refuses the connection"
+    else:
+        # A killed broker refuses at once (its proxy closes the connection within milliseconds), yet the
+        # call still waits out its timeout: librdkafka retries the refused leader, it does not fail fast.
+        fast = [e for e in refused if _after_ms(e.message or "") < 1000]
+        assert fast, logs
+
+
+def _after_ms(message: str) -> float:
+    """The ``after N ms in state`` figure of a librdkafka connection log line (inf when absent)."""
+    found = re.search(r"after (\d+)ms in state", message)
+    return float(found.group(1)) if found else float("inf")

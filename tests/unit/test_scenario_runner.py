@@ -1,0 +1,178 @@
+"""The scenario runner without Docker: scenario.json at start and end, fault records bridged into the
+history as FaultEvents, and a run that fails inside its block still leaves a closed history and the error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chaos.cluster.cluster import KafkaCluster
+from chaos.cluster.images.catalog import ImageSet
+from chaos.faults.base import Fault, FaultRecord
+from chaos.history import FaultEvent, read_events
+from chaos.report.inputs import read_scenario
+from chaos.scenario import Scenario, ScenarioError, ScenarioRun, Variant, fault_event, views
+
+SCENARIO = Scenario(
+    scenario_id="isr_last_replica_down_partition_offline",
+    case_id="ISR2",
+    title="Lost ISR",
+    source="002 › 场景4",
+    symptom="Failed to elect leader for partition T-TEST-0",
+    module="scenarios/test_isr2_lost_isr.py",
+    test="test_isr2",
+    variants=(
+        Variant("vulnerable", "unclean on", "at_least_once", "fail", topic_config={"min.insync.replicas": 1}),
+        Variant("remediated", "unclean off", "at_least_once", "pass"),
+    ),
+    remediation=("keep unclean.leader.election.enable=false",),
+)
+
+
+class Marker(Fault):
+    """A fault that touches nothing: it only records, so the bridge can be tested without a cluster."""
+
+    kind = "marker"
+
+    def resolve_brokers(self) -> tuple[int, ...]:
+        return (2,)
+
+    def params(self) -> dict[str, int | str]:  # type: ignore[override]
+        return {"latency_ms": 500, "paths": "ext"}
+
+    def _inject(self) -> None:
+        pass
+
+    def _heal(self) -> None:
+        pass
+
+
+def cluster() -> KafkaCluster:
+    """A cluster object that is never started (no container is created until start())."""
+    return KafkaCluster(ImageSet("kafka:x", "toxiproxy:x", "reaper:x", ()))
+
+
+def test_fault_records_become_fault_events() -> None:
+    record = FaultRecord(
+        3, "network_cut", "leader of t-0", (2,), (("paths", ("ext", "int")),), 1.8e9, 1.8e9 + 5
+    )
+    inject = fault_event("r1", "inject", record)
+    heal = fault_event("r1", "heal", record)
+    assert (inject.action, inject.fault, inject.target, inject.ts) == (
+        "inject",
+        "network_cut",
+        "broker-2",
+        1.8e9,
+    )
+    assert json.loads(inject.params) == {"asked": "leader of t-0", "paths": ["ext", "int"], "seq": 3}
+    assert (heal.action, heal.ts, heal.error) == ("heal", 1.8e9 + 5, None)
+    failed = fault_event(
+        "r1", "heal", FaultRecord(0, "crash", "broker 1", (1,), (), 1.8e9, 1.8e9, "heal failed: x")
+    )
+    assert (failed.error, failed.message) == ("FaultError", "heal failed: x")
+
+
+def test_a_run_records_its_faults_and_scenario_json(tmp_path: Path) -> None:
+    with ScenarioRun(SCENARIO, "vulnerable", cluster(), tmp_path, seed=11, nodeid="n::t[vulnerable]") as run:
+        started = read_scenario(run.dir)
+        assert started is not None
+        assert (started.scenario_id, started.case_id, started.seed) == (
+            "isr_last_replica_down_partition_offline[vulnerable]",
+            "ISR2",
+            11,
+        )
+        assert started.ended_ts is None
+        assert started.guarantee == "at_least_once"
+        assert started.remediation == SCENARIO.remediation
+        fault = run.fault(Marker, 2)
+        fault.inject()
+        left_active = run.fault(Marker, 2)
+        left_active.inject()  # never healed by the test: the run heals it on exit
+        fault.heal()
+        assert [e.action for e in views.faults(run.events())] == ["inject", "inject", "heal"]
+    events = read_events(run.dir)
+    recorded = [e for e in events if isinstance(e, FaultEvent)]
+    assert [(e.action, e.fault, e.target) for e in recorded] == [
+        ("inject", "marker", "broker-2"),
+        ("inject", "marker", "broker-2"),
+        ("heal", "marker", "broker-2"),
+        ("heal", "marker", "broker-2"),
+    ]
+    assert [json.loads(e.params)["seq"] for e in recorded] == [0, 1, 0, 1]
+    assert views.fault_window(events, "marker")[1] is not None
+    ended = read_scenario(run.dir)
+    assert ended is not None
+    assert ended.ended_ts is not None
+    assert (ended.outcome, ended.error) == (None, None)
+
+
+def test_a_run_that_raises_keeps_its_history_and_the_error(tmp_path: Path) -> None:
+    run = ScenarioRun(SCENARIO, SCENARIO.variant("remediated"), cluster(), tmp_path)
+
+    def fail_inside() -> None:
+        with run:
+            run.note("before the failure")
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        fail_inside()
+    info = read_scenario(run.dir)
+    assert info is not None
+    assert info.outcome == "error"
+    assert info.error == "RuntimeError: boom"
+    assert (run.dir / "history" / "events.parquet").exists()
+    assert [e.message for e in read_events(run.dir)] == ["before the failure"]  # type: ignore[attr-defined]
+
+
+def test_a_run_must_be_open_and_waits_are_bounded(tmp_path: Path) -> None:
+    run = ScenarioRun(SCENARIO, "vulnerable", cluster(), tmp_path)
+    with pytest.raises(ScenarioError, match="not open"):
+        run.note("x")
+    with run:
+        with pytest.raises(ScenarioError, match="timeout_s must be in"):
+            run.wait_for("forever", lambda ev: False, 10_000)
+        with pytest.raises(AssertionError, match="never: not within 0 s"):
+            run.wait_for("never", lambda ev: False, 0.3)
+        assert run.wait_until("at once", lambda: True, 1) < 1
+        run.note("one event")
+        waited = run.wait_quiet("notes", lambda e: True, 0.3, 5)
+        assert 0.2 <= waited < 2
+    with pytest.raises(ScenarioError, match="no variant 'crash'"):
+        ScenarioRun(SCENARIO, "crash", cluster(), tmp_path)
+
+
+def test_leader_timeline_and_fault_window_read_the_history() -> None:
+    from chaos.history import ClusterSample, PartitionState
+
+    def sample(mono: float, leader: int | None, error: str | None = None) -> ClusterSample:
+        states = (
+            ()
+            if error
+            else (PartitionState(topic="t", partition=0, leader=leader, isr=(1,), replicas=(1, 2)),)
+        )
+        return ClusterSample(run_id="r", process="sampler", mono=mono, partition_states=states, error=error)
+
+    events = [
+        sample(1.0, 1),
+        sample(1.5, 1),
+        sample(2.0, None, error="_TIMED_OUT"),
+        sample(2.5, None),
+        sample(3.0, 2),
+        FaultEvent(
+            run_id="r", process="nemesis", mono=1.2, action="inject", fault="crash", target="broker-1"
+        ),
+        FaultEvent(run_id="r", process="nemesis", mono=2.8, action="heal", fault="crash", target="broker-1"),
+    ]
+    spans = views.leader_timeline(events, "t", 0)
+    assert [(s.leader, s.first_mono, s.last_mono, s.samples) for s in spans] == [
+        (1, 1.0, 1.5, 2),
+        (None, 2.5, 2.5, 1),
+        (2, 3.0, 3.0, 1),
+    ]
+    assert views.fault_window(events, "crash") == (1.2, 2.8)
+    with pytest.raises(AssertionError, match="no pause inject"):
+        views.fault_window(events, "pause")
+    assert views.isr_of(events[0], "t", 0) == (1,)  # type: ignore[arg-type]
+    assert views.isr_of(events[0], "t", 1) is None  # type: ignore[arg-type]
