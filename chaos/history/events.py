@@ -455,6 +455,19 @@ def _register(cls: _EventT) -> _EventT:
     return cls
 
 
+def _check_member(event: Any) -> None:
+    """A group member's id and generation, both optional (unknown before the first join)."""
+    _check_text(event, "member", event.member, optional=True)
+    _check_int(
+        event,
+        "generation",
+        event.generation,
+        hi=INT32_MAX,
+        optional=True,
+        hint=" (librdkafka's -1 means no generation: pass None)",
+    )
+
+
 @_register
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SendInvoke(Event):
@@ -560,15 +573,7 @@ class Delivery(Event):
         _check_int(self, "offset", self.offset)
         _check_value_id(self, "value_id", self.value_id, optional=True)
         _check_opt_str(self, "key", self.key)
-        _check_text(self, "member", self.member, optional=True)
-        _check_int(
-            self,
-            "generation",
-            self.generation,
-            hi=INT32_MAX,
-            optional=True,
-            hint=" (librdkafka's -1 means no generation: pass None)",
-        )
+        _check_member(self)
 
 
 @_register
@@ -593,15 +598,7 @@ class Commit(Event):
         _check_text(self, "group", self.group)
         _check_choice(self, "outcome", self.outcome, OUTCOMES)
         _check_tuple(self, "offsets", self.offsets, PartitionOffset, "PartitionOffset")
-        _check_text(self, "member", self.member, optional=True)
-        _check_int(
-            self,
-            "generation",
-            self.generation,
-            hi=INT32_MAX,
-            optional=True,
-            hint=" (librdkafka's -1 means no generation: pass None)",
-        )
+        _check_member(self)
         _check_error(self, "error", self.error, required=self.outcome != "ok")
         _check_opt_str(self, "message", self.message)
 
@@ -622,15 +619,7 @@ class Rebalance(Event):
         _check_choice(self, "action", self.action, REBALANCE_ACTIONS)
         _check_text(self, "group", self.group)
         _check_tuple(self, "partitions", self.partitions, PartitionOffset, "PartitionOffset")
-        _check_text(self, "member", self.member, optional=True)
-        _check_int(
-            self,
-            "generation",
-            self.generation,
-            hi=INT32_MAX,
-            optional=True,
-            hint=" (librdkafka's -1 means no generation: pass None)",
-        )
+        _check_member(self)
 
 
 @_register
