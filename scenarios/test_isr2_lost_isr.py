@@ -46,6 +46,7 @@ is back, then L leads again. The AdminClient sampler cannot read the partition w
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 
@@ -53,6 +54,7 @@ import pytest
 
 from chaos.faults.process import Crash
 from chaos.history import Event
+from chaos.report import render_run
 from chaos.report.inputs import ExpectedSymptom
 from chaos.scenario import ReplicationCut, Scenario, ScenarioRun, Variant, views
 from chaos.workload import ThreadMember
@@ -215,6 +217,15 @@ def test_isr2(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
         assert all(e.ts is not None and e.ts >= cut_at.ts for e in lost), (
             "a value acked before the cut was lost"
         )
+        # The incident report of this real run names the case, the failed verdict, the loss and the symptom.
+        page = render_run(result.run_dir).page.read_text()
+        assert '<section id="verdict" class="banner fail">' in page
+        assert "<tr><th>catalog case</th><td>ISR2" in page
+        row = re.search(r'<td class="mono">lost_acked</td><td class="num">([\d,]+)</td>', page)
+        assert row is not None
+        assert int(row.group(1).replace(",", "")) == result.count("lost_acked")
+        assert "Shrinking ISR" in page
+        assert '<span class="tag yes">observed</span>' in page
     else:
         assert result.count("lost_acked") == 0
         assert result.count("unseen_by_group") == 0
