@@ -16,7 +16,7 @@ provision: setup
 
 ## Run the chaos scenarios and write reports/ (until scenarios exist: the smoke tests).
 chaos: provision
-	$(BIN)/pytest -m "chaos or smoke" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "chaos or smoke" scenarios tests $(PYTEST_ARGS)
 
 ## Lint, type-check and run the whole test suite.
 test: provision lint
