@@ -18,9 +18,11 @@ provision: setup
 chaos: provision
 	$(BIN)/pytest -m "chaos or smoke" scenarios tests $(PYTEST_ARGS)
 
-## Lint, type-check and run the whole test suite.
+## Lint, type-check and run the whole test suite, plus one real scenario run whose incident report is
+## checked (issue 7's acceptance: ISR2's vulnerable variant, audited by Spark).
+REPORT_CHECK := scenarios/test_isr2_lost_isr.py::test_isr2[vulnerable]
 test: provision lint
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest tests "$(REPORT_CHECK)" $(PYTEST_ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

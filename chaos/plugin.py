@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -254,8 +255,11 @@ def nemesis(kafka_cluster: KafkaCluster) -> Iterator[Nemesis]:
 
 @pytest.fixture
 def run_dir(request: pytest.FixtureRequest, chaos_report_dir: Path) -> Path:
-    """This test's artifact directory under the report dir (created empty of nothing; kept after)."""
+    """This test's artifact directory under the report dir: emptied when the test starts (one run of a
+    test per directory: the previous run's artifacts are replaced), kept after it."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid).strip("_")[:150]
     path = chaos_report_dir / "tests" / name
-    path.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
     return path

@@ -93,3 +93,26 @@ def test_cli_report_renders_one_run_or_a_tree(tmp_path: Path) -> None:
     assert "missing: no audit result" in tree.output
     assert f"index: {tmp_path / 'root' / 'index.html'}" in tree.output.replace("\n", "")
     assert runner.invoke(cli, ["report", str(tmp_path / "absent")]).exit_code == 2
+
+
+def test_a_rerun_replaces_the_previous_run(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(
+        test_inner="""
+        import secrets
+        from tests.report_sample import write_sample_run
+
+        def test_run(run_dir):
+            assert list(run_dir.iterdir()) == []
+            write_sample_run(run_dir / secrets.token_hex(4), seconds=10, rate=5)
+        """
+    )
+    root = tmp_path / "reports"
+    for _ in range(2):
+        result = pytester.runpytest(
+            "--chaos-report-dir", str(root), "--rootdir", str(pytester.path), "-p", "no:cacheprovider"
+        )
+        result.assert_outcomes(passed=1)
+    runs = list((root / "tests" / "test_inner.py_test_run").iterdir())
+    assert len(runs) == 1, runs
+    reports = [line for line in result.stdout.lines if line.startswith("test_inner.py::test_run: ")]
+    assert reports == [f"test_inner.py::test_run: fail: {runs[0] / 'report.html'}"], result.stdout.lines
