@@ -52,6 +52,10 @@ class Variant:
 
     :param name: ``vulnerable``, ``remediated``, ``crash``… (``[a-z][a-z0-9_]*``); the pytest parameter id.
     :param guarantee: the delivery guarantee the client configuration claims; the audit judges against it.
+    :param client_guarantee: the guarantee the client *profile* is built with when it differs from
+        ``guarantee`` — a vulnerable variant whose application needs more than its client configuration
+        gives (a non-idempotent producer where the application needs ``idempotent``): the profile is built
+        (and validated) as what the configuration really is, the audit judges ``guarantee``.
     :param expected_verdict: the verdict the audit must reach for this variant.
     :param expected_symptoms: symptoms this variant must show (on top of none for the scenario).
     :param topic_config: topic-level settings (``min.insync.replicas``, ``unclean.leader.election.enable``).
@@ -66,6 +70,7 @@ class Variant:
     consumer_config: Mapping[str, Setting] = field(default_factory=dict)
     topic_config: Mapping[str, Setting] = field(default_factory=dict)
     expected_symptoms: tuple[ExpectedSymptom, ...] = ()
+    client_guarantee: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _VARIANT.fullmatch(self.name):
@@ -78,6 +83,11 @@ class Variant:
             raise ScenarioDefinitionError(
                 f"Variant {self.name}: guarantee must be one of {', '.join(GUARANTEES)}; "
                 f"got {self.guarantee!r}"
+            )
+        if self.client_guarantee is not None and self.client_guarantee not in GUARANTEES:
+            raise ScenarioDefinitionError(
+                f"Variant {self.name}: client_guarantee must be None or one of {', '.join(GUARANTEES)}; "
+                f"got {self.client_guarantee!r}"
             )
         if self.expected_verdict not in VERDICTS:
             raise ScenarioDefinitionError(

@@ -34,6 +34,7 @@ from chaos.history import (
     json_text,
     read_events,
 )
+from chaos.history.events import Isolation
 from chaos.report.inputs import ScenarioInfo, TopicInfo, write_scenario
 from chaos.scenario.model import Scenario, ScenarioError, Variant
 from chaos.workload import (
@@ -165,7 +166,7 @@ class ScenarioRun:
         self.faults.subscribe(self._on_fault)
         self.client: ClientProfile = custom_profile(
             self.variant.client_profile,
-            self.variant.guarantee,  # type: ignore[arg-type]  # validated by Variant
+            self.variant.client_guarantee or self.variant.guarantee,  # type: ignore[arg-type]  # validated
             producer=dict(self.variant.producer_config),
             consumer=dict(self.variant.consumer_config),
             description=self.variant.description,
@@ -311,7 +312,6 @@ class ScenarioRun:
             topics=[self.topic],
             group=self.group if group else None,
             interval_s=interval_s,
-            time_profile=self.time,
         ).start()
         return self._sampler
 
@@ -483,8 +483,17 @@ class ScenarioRun:
 
     # ---- end ---------------------------------------------------------------------------------------
 
-    def finish(self, *, drain_timeout_s: float = 60.0) -> ScenarioResult:
-        """Heal, drain the topic, capture broker logs, close the history, audit; ``audit.json`` written."""
+    def finish(
+        self,
+        *,
+        drain_timeout_s: float = 60.0,
+        isolations: Sequence[Isolation] = ("read_uncommitted", "read_committed"),
+    ) -> ScenarioResult:
+        """Heal, drain the topic, capture broker logs, close the history, audit; ``audit.json`` written.
+
+        ``isolations``: the drain's isolation levels, i.e. what the audit takes as the topic's contents
+        (``("read_committed",)`` for a transactional output, whose aborted copies are not its contents).
+        """
         if self._history is None or self._finished:
             raise ScenarioError("finish() needs an open run and may be called once")
         from chaos.audit.run import TopicSource, audit_run
@@ -498,6 +507,7 @@ class ScenarioRun:
                 self.run_id,
                 timeout_s=drain_timeout_s,
                 time_profile=self.time,
+                isolations=isolations,
             )
         )
         self._close_history()

@@ -16,6 +16,12 @@ chaos.workload.transactional``) so that it can crash for real: :meth:`~ChildProc
 any moment, and ``crash_in_txn=n`` makes it SIGKILL itself inside its n-th transaction, after the records
 were produced and flushed to the log but before the commit. A restart with the same ``transactional.id``
 calls ``init_transactions()``, which fences the dead instance and aborts its open transaction.
+
+``TxnWorkerSpec(transactional=False)`` is the same loop without transactions — O6's vulnerable,
+at-least-once transform: produce the batch (idempotent producer, no ``transactional.id``), ``flush()``,
+then commit the batch's offsets with the consumer (``commit(asynchronous=False)``, recorded as a
+:class:`Commit`). ``crash_in_txn=n`` SIGKILLs it in its n-th batch after the flush, before the commit: the
+records are in the output, the offsets are not committed, and the next owner produces the batch again.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from chaos.errors import ConfigError, WorkloadError
-from chaos.history.events import ClientLog, Delivery, PartitionOffset, TxnMarker
+from chaos.history.events import ClientLog, Commit, Delivery, PartitionOffset, TxnMarker
 from chaos.workload.common import (
     ClientLogBridge,
     Sink,
@@ -73,10 +79,13 @@ class TxnWorkerSpec:
     duration_s: float = 120.0
     api_timeout_s: float = 12.0
     crash_in_txn: int | None = None
+    transactional: bool = True
 
     def __post_init__(self) -> None:
-        if "transactional.id" not in self.producer:
+        if self.transactional and "transactional.id" not in self.producer:
             raise ConfigError("TxnWorkerSpec.producer: set transactional.id (use TxnWorkerSpec.build)")
+        if not self.transactional and "transactional.id" in self.producer:
+            raise ConfigError("TxnWorkerSpec(transactional=False): remove transactional.id from producer")
         if not 1 <= self.batch_size <= 10_000:
             raise ConfigError(f"TxnWorkerSpec.batch_size: expected 1..10000; got {self.batch_size!r}")
         if not 0 < self.poll_timeout_s <= 10 or not self.duration_s > 0 or not self.api_timeout_s > 0:
@@ -93,7 +102,7 @@ class TxnWorkerSpec:
 
     @property
     def transactional_id(self) -> str:
-        return str(self.producer["transactional.id"])
+        return str(self.producer.get("transactional.id", ""))
 
     @classmethod
     def build(
@@ -112,9 +121,14 @@ class TxnWorkerSpec:
         **options: Any,
     ) -> TxnWorkerSpec:
         """A spec whose ``transactional.id`` derives from ``name`` (``chaos-<name>``): a restart under the
-        same name fences the previous instance."""
-        if not client.transactional:
-            raise ConfigError(f"TxnWorkerSpec.build: profile {client.name!r} is not transactional")
+        same name fences the previous instance. ``transactional=False`` (an option) needs a
+        non-transactional ``client`` profile: the at-least-once transform."""
+        if client.transactional != options.get("transactional", True):
+            raise ConfigError(
+                f"TxnWorkerSpec.build: profile {client.name!r} is "
+                f"{'' if client.transactional else 'not '}transactional; pass transactional="
+                f"{client.transactional} for it"
+            )
         consumer = consumer_config(client, bootstrap_servers, name, group, time_profile, consumer_overrides)
         consumer.update({"isolation.level": "read_committed", "enable.auto.commit": False})
         consumer["enable.auto.offset.store"] = False
@@ -158,16 +172,17 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
     pconf.update(logs.callbacks())
     producer = Producer(pconf)
     started = time.monotonic()
-    producer.init_transactions(timeout)  # fences earlier instances; aborts their open transaction
-    sink(
-        ClientLog(
-            run_id=spec.run_id,
-            process=spec.name,
-            level="info",
-            facility="TXN_INIT",
-            message=f"init_transactions({tid}) returned in {(time.monotonic() - started) * 1000:.0f} ms",
+    if spec.transactional:
+        producer.init_transactions(timeout)  # fences earlier instances; aborts their open transaction
+        sink(
+            ClientLog(
+                run_id=spec.run_id,
+                process=spec.name,
+                level="info",
+                facility="TXN_INIT",
+                message=f"init_transactions({tid}) returned in {(time.monotonic() - started) * 1000:.0f} ms",
+            )
         )
-    )
     cconf = dict(spec.consumer)
     cconf["group.id"] = spec.group
     cconf.update(logs.callbacks())
@@ -210,9 +225,10 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
             records = _records(spec, sink, messages)
             if not records:
                 continue
-            producer.begin_transaction()
             txns += 1
-            marker("begin")
+            if spec.transactional:
+                producer.begin_transaction()
+                marker("begin")
             base = common()
             value_ids: list[str] = []
             for msg in records:
@@ -235,7 +251,10 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
                 producer.flush(timeout)  # the records are in the log, the transaction is open
                 os.kill(os.getpid(), signal.SIGKILL)
             offsets = next_offsets(records)
-            if _commit(producer, consumer, offsets, timeout, marker, value_ids):
+            if not spec.transactional:
+                _commit_plain(producer, consumer, offsets, timeout, sink, common)
+                committed += 1
+            elif _commit(producer, consumer, offsets, timeout, marker, value_ids):
                 committed += 1
             else:
                 _rewind(consumer, timeout)
@@ -266,6 +285,38 @@ def _records(spec: TxnWorkerSpec, sink: Sink, messages: Sequence[Message]) -> li
             )
         )
     return records
+
+
+def _commit_plain(
+    producer: Producer,
+    consumer: Consumer,
+    offsets: list[TopicPartition],
+    timeout: float,
+    sink: Sink,
+    common: Callable[[], dict[str, Any]],
+) -> None:
+    """The at-least-once transform's commit: every output record delivered, then the input offsets."""
+    remaining = producer.flush(timeout)
+    if remaining:
+        raise WorkloadError(f"{remaining} output records not delivered within {timeout} s")
+    try:
+        result = consumer.commit(offsets=offsets, asynchronous=False)
+    except KafkaException as exc:
+        name = error_name(exc)
+        outcome: Literal["fail", "info"] = "info" if name in ("_TIMED_OUT", "_TRANSPORT") else "fail"
+        sink(
+            Commit(
+                outcome=outcome,
+                offsets=partition_offsets(offsets),
+                error=name,
+                message=error_text(exc),
+                **common(),
+            )
+        )
+        return
+    recorded = partition_offsets(result or [])
+    error = next((p.error for p in recorded if p.error), None)
+    sink(Commit(outcome="fail" if error else "ok", offsets=recorded, error=error, **common()))
 
 
 def _commit(
