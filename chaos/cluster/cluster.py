@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chaos.cluster import introspect
+from chaos.cluster import introspect, wire
 from chaos.cluster.config import ClusterConfig, env_name
 from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
 from chaos.cluster.engine import LABEL, docker_client
@@ -405,6 +405,10 @@ class KafkaCluster:
 
     def group_coordinator(self, group: str) -> int:
         return introspect.group_coordinator(self, group)
+
+    def describe_group(self, group: str) -> wire.WireGroup:
+        """The group's state and member ids from its coordinator (raw DescribeGroups, no AdminClient)."""
+        return introspect.describe_group(self, group)
 
     def create_topic(
         self,

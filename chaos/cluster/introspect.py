@@ -135,6 +135,25 @@ def group_coordinator(cluster: KafkaCluster, group: str, timeout_s: float = 30.0
     raise ClusterError(f"no coordinator for group {group!r} within {timeout_s} s ({last})")
 
 
+def describe_group(cluster: KafkaCluster, group: str) -> wire.WireGroup:
+    """``group``'s state and member ids as its coordinator reports them now (one attempt per broker).
+
+    Raises :class:`ClusterError` when no broker names a coordinator or the coordinator does not answer.
+    """
+
+    def find(broker: Broker) -> tuple[int, int]:
+        return wire.find_group_coordinator("127.0.0.1", broker.ext_port, group, PROBE_TIMEOUT_S)
+
+    error, node = _ask(cluster, find, "FindCoordinator")
+    if error:
+        raise ClusterError(f"no coordinator for group {group!r} now (FindCoordinator error code {error})")
+    coordinator = cluster.broker(node)
+    try:
+        return wire.describe_group("127.0.0.1", coordinator.ext_port, group, PROBE_TIMEOUT_S)
+    except OSError as exc:
+        raise ClusterError(f"coordinator {node} of group {group!r} did not answer: {exc}") from exc
+
+
 def create_topic(
     cluster: KafkaCluster,
     name: str,

@@ -166,6 +166,10 @@ class _Reader:
         self.pos += size
         return raw.decode()
 
+    def skip_bytes(self) -> None:
+        (size,) = self.take(">i")
+        self.pos += max(size, 0)
+
     def int_array(self) -> tuple[int, ...]:
         (count,) = self.take(">i")
         return self.take(f">{max(count, 0)}i") if count > 0 else ()
@@ -239,3 +243,53 @@ def find_group_coordinator(host: str, port: int, group: str, timeout_s: float = 
     r.string()  # error message
     (node,) = r.take(">i")
     return error, node
+
+
+_DESCRIBE_GROUPS = 15
+COORDINATOR_LOAD_IN_PROGRESS = 14
+NOT_COORDINATOR = 16
+
+
+@dataclass(frozen=True)
+class WireGroup:
+    """A DescribeGroups v1 answer for one group: error code, state (``Stable``, ``PreparingRebalance``,
+    ``CompletingRebalance``, ``Empty``, ``Dead``) and member ids."""
+
+    error: int
+    state: str
+    members: tuple[str, ...]
+
+
+def describe_group(host: str, port: int, group: str, timeout_s: float = 5.0) -> WireGroup:
+    """DescribeGroups v1 for ``group``, asked of the broker at ``host:port`` (its coordinator, else error 16).
+
+    The AdminClient's ``describe_consumer_groups`` is avoided on purpose: when its requests time out (a
+    faulted or starved broker) librdkafka can abort the process (librdkafka issue 4605, assertion
+    ``eonce->refcnt > 0``, seen here twice); a socket request fails with an exception instead.
+    """
+    correlation = next(_correlation)
+    key = group.encode()
+    body = struct.pack(">ih", 1, len(key)) + key
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        answer = _exchange(
+            sock, _header(_DESCRIBE_GROUPS, 1, correlation, flexible=False) + body, correlation
+        )
+    r = _Reader(answer)
+    r.take(">i")  # throttle
+    (count,) = r.take(">i")
+    if count != 1:
+        raise ClusterError(f"DescribeGroups via {host}:{port} answered {count} groups for one asked")
+    (error,) = r.take(">h")
+    r.string()  # group id
+    state = r.string() or ""
+    r.string()  # protocol type
+    r.string()  # protocol data
+    (member_count,) = r.take(">i")
+    members = []
+    for _ in range(max(member_count, 0)):
+        members.append(r.string() or "")
+        r.string()  # client id
+        r.string()  # client host
+        r.skip_bytes()  # member metadata
+        r.skip_bytes()  # member assignment
+    return WireGroup(error, state, tuple(sorted(members)))

@@ -1,25 +1,47 @@
 """A cluster-state sampler thread: controller, brokers, leaders/ISR, offline partitions, group state.
 
-Every ``interval_s`` (default 1 s) it asks an AdminClient for ``describe_cluster``, ``describe_topics`` of the
-watched topics and ``describe_consumer_groups`` of the watched group, and records one :class:`ClusterSample`.
-A sample that fails (e.g. the controller is cut off) is recorded with its error. Samples are taken on a fixed
-cadence: a slow sample (up to ``sample_timeout_s``) delays only itself; missed ticks are skipped.
+Every ``interval_s`` (default 1 s) it sends raw requests (``chaos.cluster.wire``) to one broker of the
+bootstrap list at a time — Metadata for the watched topics, DescribeQuorum for the active controller,
+FindCoordinator + DescribeGroups for the watched group — and records one :class:`ClusterSample`. The
+first broker that answers serves the sample; the next sample starts with it. A sample no broker answers
+is recorded with its error.
+
+No AdminClient on purpose: its requests stay queued on a dead broker (every sample failed while a broker
+was down), and a timed-out ``describe_consumer_groups`` can abort the whole process inside librdkafka
+(issue 4605: assertion ``eonce->refcnt > 0``; it killed two of our test sessions under CPU starvation).
+Samples are taken on a fixed cadence: a slow sample delays only itself; missed ticks are skipped.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicCollection
-from confluent_kafka.admin import AdminClient
-
-from chaos.errors import ConfigError, WorkloadError
+from chaos.cluster import wire
+from chaos.errors import ClusterError, ConfigError, WorkloadError
 from chaos.history.events import ClusterSample, PartitionState
-from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text
-from chaos.workload.profiles import CI, TimeProfile, admin_config
+from chaos.workload.common import Sink
+
+
+def bootstrap_addresses(bootstrap_servers: str) -> list[tuple[str, int]]:
+    """``host:port,host:port`` -> [(host, port), ...]; a malformed entry raises :class:`ConfigError`."""
+    addresses = []
+    for entry in bootstrap_servers.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ConfigError(f"bootstrap.servers entry {entry!r}: expected host:port")
+        addresses.append((host, int(port)))
+    if not addresses:
+        raise ConfigError("bootstrap.servers is empty")
+    return addresses
+
+
+def group_state_name(state: str) -> str:
+    """DescribeGroups' ``PreparingRebalance`` as the admin API spells it: ``PREPARING_REBALANCE``."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", state).upper()
 
 
 class ClusterSampler:
@@ -36,7 +58,6 @@ class ClusterSampler:
         interval_s: float = 1.0,
         sample_timeout_s: float = 2.0,
         process: str = "sampler",
-        time_profile: TimeProfile = CI,
     ) -> None:
         if not 0.05 <= interval_s <= 1.0:
             raise ConfigError(
@@ -44,6 +65,7 @@ class ClusterSampler:
             )
         if not sample_timeout_s > 0:
             raise ConfigError(f"ClusterSampler.sample_timeout_s: expected > 0; got {sample_timeout_s}")
+        self._addresses = bootstrap_addresses(bootstrap_servers)
         self._sink = sink
         self._run_id = run_id
         self._topics = list(topics)
@@ -51,10 +73,6 @@ class ClusterSampler:
         self._interval = interval_s
         self._timeout = sample_timeout_s
         self._process = process
-        self._logs = ClientLogBridge(sink, run_id, process)
-        config: dict[str, Any] = admin_config(bootstrap_servers, process, time_profile)
-        config.update(self._logs.callbacks())
-        self._admin = AdminClient(config)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.samples = 0
@@ -70,11 +88,10 @@ class ClusterSampler:
     def stop(self, timeout_s: float | None = None) -> None:
         self._stop.set()
         if self._thread is not None:
-            limit = timeout_s if timeout_s is not None else 3 * self._timeout + 5
+            limit = timeout_s if timeout_s is not None else (len(self._addresses) + 2) * self._timeout + 5
             self._thread.join(limit)
             if self._thread.is_alive():
                 raise WorkloadError(f"ClusterSampler did not stop within {limit} s")
-        self._logs.detach()
 
     def __enter__(self) -> ClusterSampler:
         return self.start()
@@ -86,7 +103,6 @@ class ClusterSampler:
         next_at = time.monotonic()
         while not self._stop.is_set():
             self._sink(self.sample())
-            self._admin.poll(0)  # serve error_cb / log callbacks
             next_at += self._interval
             now = time.monotonic()
             if next_at < now:  # a slow sample: skip the missed ticks rather than burst
@@ -97,42 +113,20 @@ class ClusterSampler:
         """Take one sample now (also usable without the thread)."""
         started = time.monotonic()
         fields: dict[str, Any] = {"group": self._group}
-        try:
-            cluster = self._admin.describe_cluster(request_timeout=self._timeout).result(self._timeout)
-            fields["controller"] = cluster.controller.id if cluster.controller is not None else None
-            fields["brokers"] = tuple(sorted(n.id for n in cluster.nodes))
-            states: list[PartitionState] = []
-            if self._topics:
-                futures = self._admin.describe_topics(
-                    TopicCollection(self._topics), request_timeout=self._timeout
-                )
-                for topic in self._topics:
-                    desc = futures[topic].result(self._timeout)
-                    for info in sorted(desc.partitions, key=lambda i: i.id):
-                        leader = info.leader.id if info.leader is not None and info.leader.id >= 0 else None
-                        states.append(
-                            PartitionState(
-                                topic=topic,
-                                partition=info.id,
-                                leader=leader,
-                                isr=tuple(n.id for n in info.isr),
-                                replicas=tuple(n.id for n in info.replicas),
-                            )
-                        )
-            fields["partition_states"] = tuple(states)
-            fields["offline_partitions"] = sum(1 for s in states if s.leader is None)
-            fields["under_replicated"] = sum(1 for s in states if s.under_replicated)
-            if self._group is not None:
-                gdesc = self._admin.describe_consumer_groups([self._group], request_timeout=self._timeout)[
-                    self._group
-                ].result(self._timeout)
-                state = gdesc.state
-                fields["group_state"] = getattr(state, "name", str(state))
-                fields["group_members"] = tuple(sorted(m.member_id for m in gdesc.members))
-        except (KafkaException, TimeoutError, ValueError) as exc:
+        errors: list[str] = []
+        for index, (host, port) in enumerate(self._addresses):
+            try:
+                fields.update(self._ask(host, port))
+            except (OSError, ClusterError, ValueError) as exc:
+                errors.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
+                continue
+            if index:  # start with the broker that answered next time
+                self._addresses.insert(0, self._addresses.pop(index))
+            break
+        else:
             self.failed += 1
-            fields["error"] = error_name(exc)
-            fields["message"] = error_text(exc) or repr(exc)
+            fields["error"] = "NO_BROKER_ANSWERED"
+            fields["message"] = "; ".join(errors)[:1000]
         self.samples += 1
         return ClusterSample(
             run_id=self._run_id,
@@ -140,3 +134,38 @@ class ClusterSampler:
             duration_ms=(time.monotonic() - started) * 1000,
             **fields,
         )
+
+    def _ask(self, host: str, port: int) -> dict[str, Any]:
+        meta = wire.metadata(host, port, self._topics, self._timeout)
+        if meta.topic_errors:
+            raise ClusterError(f"metadata topic errors {dict(meta.topic_errors)}")
+        states = tuple(
+            PartitionState(
+                topic=p.topic,
+                partition=p.partition,
+                leader=p.leader if p.leader >= 0 else None,
+                isr=p.isr,
+                replicas=p.replicas,
+            )
+            for p in meta.partitions
+        )
+        fields: dict[str, Any] = {
+            "controller": wire.quorum_leader(host, port, self._timeout),
+            "brokers": tuple(node for node, _, _ in meta.brokers),
+            "partition_states": states,
+            "offline_partitions": sum(1 for s in states if s.leader is None),
+            "under_replicated": sum(1 for s in states if s.under_replicated),
+        }
+        if self._group is not None:
+            error, node = wire.find_group_coordinator(host, port, self._group, self._timeout)
+            if error:
+                raise ClusterError(f"FindCoordinator error code {error}")
+            address = next(((h, p) for n, h, p in meta.brokers if n == node), None)
+            if address is None:
+                raise ClusterError(f"coordinator {node} is not in the metadata's brokers")
+            group = wire.describe_group(*address, self._group, self._timeout)
+            if group.error:
+                raise ClusterError(f"DescribeGroups error code {group.error}")
+            fields["group_state"] = group_state_name(group.state)
+            fields["group_members"] = group.members
+        return fields

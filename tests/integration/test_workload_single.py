@@ -85,6 +85,7 @@ class Tracker:
         self.history = history
         self.acked: set[str] = set()
         self.delivered: set[str] = set()
+        self.assigned: dict[str, int] = {}  # process -> partitions of its latest assign (0 after revoke)
 
     def record(self, event: Event) -> None:
         self.history.record(event)
@@ -92,6 +93,14 @@ class Tracker:
             self.acked.add(event.value_id)
         elif isinstance(event, Delivery) and event.value_id is not None:
             self.delivered.add(event.value_id)
+        elif isinstance(event, Rebalance):
+            self.assigned[event.process] = len(event.partitions) if event.action == "assign" else 0
+
+    def wait_assigned(self, processes: set[str], timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not all(self.assigned.get(p, 0) for p in processes):
+            assert time.monotonic() < deadline, f"not all of {processes} assigned: {self.assigned}"
+            time.sleep(0.1)
 
     def wait_caught_up(self, timeout_s: float) -> float:
         started = time.monotonic()
@@ -227,6 +236,9 @@ def test_process_member_crash_then_redelivery(broker: SingleBroker, tmp_path: Pa
             track.record,
             run_id,
         ).start().join()
+        # Both members must hold partitions before the kill: on a loaded machine a member process can
+        # join late, and its first assignment would then look like a takeover.
+        track.wait_assigned({"consumer-0", "consumer-1"}, 60.0)
         victim = grp.members[0]
         killed_at = time.monotonic()
         victim.crash()
