@@ -114,18 +114,22 @@ class ClusterSampler:
         started = time.monotonic()
         fields: dict[str, Any] = {"group": self._group}
         errors: list[str] = []
+        unreachable = True
         for index, (host, port) in enumerate(self._addresses):
             try:
                 fields.update(self._ask(host, port))
             except (OSError, ClusterError, ValueError) as exc:
                 errors.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
+                unreachable = unreachable and isinstance(exc, OSError)
                 continue
             if index:  # start with the broker that answered next time
                 self._addresses.insert(0, self._addresses.pop(index))
             break
         else:
             self.failed += 1
-            fields["error"] = "NO_BROKER_ANSWERED"
+            # NO_BROKER_ANSWERED: no socket answered; KAFKA_ERROR: brokers answered with error codes
+            # (e.g. 15/16 while the group's coordinator moves).
+            fields["error"] = "NO_BROKER_ANSWERED" if unreachable else "KAFKA_ERROR"
             fields["message"] = "; ".join(errors)[:1000]
         self.samples += 1
         return ClusterSample(
