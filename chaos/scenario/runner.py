@@ -349,8 +349,8 @@ class ScenarioRun:
 
         Each reading is a ``cluster_state`` event of process ``introspect``: one raw Metadata request to one
         broker at a time (2 s socket timeout, the next broker on error), so it keeps answering while a
-        broker is crashed or cut — unlike the AdminClient sampler, whose requests stay queued on the dead
-        broker (measured: every sample failed while a broker was down). Stopped by :meth:`finish`.
+        broker is crashed or cut. Lighter than :meth:`sampler` (no controller, no group). Stopped by
+        :meth:`finish`.
         """
         if self._introspector is not None:
             raise ScenarioError("the run's introspection is already running")

@@ -50,7 +50,7 @@ def fault_window(events: Sequence[Event], fault: str) -> tuple[float, float | No
 def samples(
     events: Iterable[Event], *, ok_only: bool = True, process: str | None = None
 ) -> list[ClusterSample]:
-    """Cluster-state samples (``process``: ``sampler`` for the AdminClient sampler, ``introspect`` for the
+    """Cluster-state samples (``process``: ``sampler`` for the raw-request sampler, ``introspect`` for the
     runner's raw-metadata readings; ``None``: both)."""
     return [
         e
