@@ -53,6 +53,8 @@ from chaos.workload.common import (
 
 CommitStrategy = Literal["auto", "commit_after", "commit_before", "store_after"]
 COMMIT_STRATEGIES: Final[tuple[str, ...]] = get_args(CommitStrategy)
+DeliveryPoint = Literal["consume", "processed"]
+DELIVERY_POINTS: Final[tuple[str, ...]] = get_args(DeliveryPoint)
 RecordHook = Callable[[Message], None]
 
 STOP_GRACE_S: Final = 2.0
@@ -94,8 +96,17 @@ class MemberSpec:
     batch_size: int = 100
     poll_timeout_s: float = 0.2
     duration_s: float = 60.0
+    record_delivery: DeliveryPoint = "consume"
+    """When a :class:`Delivery` is recorded: ``consume`` — as soon as ``consume()`` returns the record;
+    ``processed`` — after the record's processing (its delay and hook), i.e. the processing sink's view:
+    a member killed mid-batch leaves the rest of the batch undelivered (L6)."""
 
     def __post_init__(self) -> None:
+        if self.record_delivery not in DELIVERY_POINTS:
+            raise ConfigError(
+                f"MemberSpec.record_delivery: expected one of {', '.join(DELIVERY_POINTS)}; "
+                f"got {self.record_delivery!r}"
+            )
         if self.strategy not in COMMIT_STRATEGIES:
             raise ConfigError(
                 f"MemberSpec.strategy: expected one of {', '.join(COMMIT_STRATEGIES)}; got {self.strategy!r}"
@@ -242,6 +253,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
         while not stop.is_set() and time.monotonic() < deadline:
             messages = consumer.consume(num_messages=spec.batch_size, timeout=spec.poll_timeout_s)
             records: list[Message] = []
+            processed: list[Delivery] = []  # record_delivery="processed": recorded after processing
             base = common() if messages else {}
             for msg in messages:
                 err = msg.error()
@@ -261,25 +273,29 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
                     continue
                 records.append(msg)
                 raw_key = msg.key()
-                sink(
-                    Delivery(
-                        topic=msg.topic() or spec.topic,
-                        partition=msg.partition() or 0,
-                        offset=msg.offset() or 0,
-                        value_id=payload_value_id(msg.value()),
-                        key=raw_key.decode("utf-8", "replace") if raw_key is not None else None,
-                        **base,
-                    )
+                delivery = Delivery(
+                    topic=msg.topic() or spec.topic,
+                    partition=msg.partition() or 0,
+                    offset=msg.offset() or 0,
+                    value_id=payload_value_id(msg.value()),
+                    key=raw_key.decode("utf-8", "replace") if raw_key is not None else None,
+                    **base,
                 )
+                if spec.record_delivery == "consume":
+                    sink(delivery)
+                else:
+                    processed.append(delivery)
             if not records:
                 continue
             if spec.strategy == "commit_before":
                 commit(records)
-            for msg in records:
+            for index, msg in enumerate(records):
                 if spec.processing.per_record_s:
                     stop.wait(spec.processing.per_record_s)
                 if hook is not None:
                     hook(msg)
+                if processed:
+                    sink(processed[index])
             if spec.processing.per_batch_s:
                 stop.wait(spec.processing.per_batch_s)
             if spec.strategy == "commit_after":

@@ -182,6 +182,10 @@ def test_member_spec_validation() -> None:
         MemberSpec(name="c", run_id="r", group="g", topic="t", config={"on_commit": print})
     with pytest.raises(ConfigError, match="per_record_s"):
         Processing(per_record_s=-1)
+    with pytest.raises(ConfigError, match="record_delivery"):
+        MemberSpec(name="c", run_id="r", group="g", topic="t", config={}, record_delivery="never")  # type: ignore[arg-type]
+    spec = MemberSpec(name="c", run_id="r", group="g", topic="t", config={}, record_delivery="processed")
+    assert MemberSpec.from_json(spec.to_json()) == spec
 
 
 def testnext_offsets_are_next_offsets_per_partition() -> None:

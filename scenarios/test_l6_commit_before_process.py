@@ -1,0 +1,211 @@
+"""L6 `consumer_commit_before_process_crash` — offsets committed before processing; a crash skips the rest.
+
+CATALOG.md 2 L6 (003 § 6(2): "消息实际上并没有被消费，但是 offset 却被自动提交了" — the message was not
+really consumed but its offset was auto-committed; 003 § Consumer API 2(3) "先提交 offset 后消费，有可能造成
+数据的漏消费"; 004 案例2; 001 "先commit，但执行失败，消息丢失"; 002 § 4.1.2). With librdkafka the trap is
+``enable.auto.offset.store=true`` (the default): an offset is *stored* as soon as ``consume()`` returns the
+record, and the auto-commit timer (librdkafka's own thread) commits what is stored — whether or not the
+application has processed it.
+
+How the audit sees it: the group members record a ``Delivery`` when a record has been **processed**
+(``MemberSpec.record_delivery="processed"``), so the history's deliveries are the processing sink. A
+record committed but never processed by the crashed member, and skipped by its successor, is a value in the
+log never delivered to the group: ``unseen_by_group`` (fatal under ``at_least_once``).
+
+Setup: topic of 1 partition, RF 3; 300 values produced first (idempotent producer). Members process
+records one by one; ``session.timeout.ms`` 6 s (the broker minimum), heartbeat 1 s,
+``auto.commit.interval.ms`` 1000 (002's example; 000's default is 5000).
+
+Timeline (ci):
+
+1. member A — a child process (``ProcessMember``) — joins, gets a batch of up to 100 records and processes
+   them at 0.05 s each (5 s per batch);
+2. once A has processed 30 records of its first batch and at least 2 auto-commit intervals have passed,
+   the group's committed offset is read (OffsetFetch, noted in the history); in ``vulnerable`` the test
+   first waits until the committed offset is past the last record A processed (the auto-commit of the
+   stored batch);
+3. **SIGKILL** A (no close, no commit, no LeaveGroup);
+4. member B (same configuration, no processing delay) joins; the coordinator gives it the partition once
+   A's session expires (~6 s); B resumes from the committed offset;
+5. B reaches the end offset and goes idle; B closes; final drain; audit (reference engine).
+
+Variants (both claim ``at_least_once``, what the application needs):
+
+- ``vulnerable`` — ``enable.auto.commit=true``, ``enable.auto.offset.store=true`` (librdkafka's defaults;
+  Java's auto-commit). A's whole batch was committed ~1 s after ``consume()`` returned it, while A had
+  processed only part of it; B starts after the batch. Audit: ``unseen_by_group`` = exactly the records
+  between A's last processed one and the committed offset; verdict **fail**.
+- ``remediated`` — ``enable.auto.offset.store=false`` and ``store_offsets()`` after processing the batch
+  (auto commit on; equivalently ``enable.auto.commit=false`` + ``commit()`` after processing). A stored
+  nothing before the crash; B starts from the last committed offset and re-processes what A had processed.
+  Audit: ``unseen_by_group`` = 0, ``duplicate_delivery_after_rebalance`` = A's processed records
+  (expected under at-least-once: "dup≥0", D3); verdict **pass**.
+
+Expected symptoms: none at the client (the commit succeeded — that is the problem). The coordinator's
+log shows A's expiry: "Member … has failed, removing it from the group" (GroupCoordinator, session
+timeout), then B's generation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from chaos.history import Delivery
+from chaos.report.inputs import ExpectedSymptom
+from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.workload import IDEMPOTENT, CommitStrategy, MemberSpec, Processing, ProcessMember, ThreadMember
+
+pytestmark = pytest.mark.chaos
+
+RECORDS = 300
+BATCH = 100
+PER_RECORD_S = 0.05
+PROCESSED_BEFORE_CRASH = 30
+AUTO_COMMIT_MS = 1_000
+GROUP = {
+    "session.timeout.ms": 6_000,
+    "heartbeat.interval.ms": 1_000,
+    "auto.commit.interval.ms": AUTO_COMMIT_MS,
+}
+STRATEGY: dict[str, CommitStrategy] = {"vulnerable": "auto", "remediated": "store_after"}
+
+SCENARIO = Scenario(
+    scenario_id="consumer_commit_before_process_crash",
+    case_id="L6",
+    title="Offsets committed before processing: a consumer crash skips the unprocessed records",
+    source="003 § 6(2); 003 § Consumer API 2(3); 004 案例2; 001; 002 § 4.1.2",
+    symptom=(
+        "消息实际上并没有被消费，但是 offset 却被自动提交了 — 先提交 offset 后消费，有可能造成数据的漏消费"
+    ),
+    module="scenarios/test_l6_commit_before_process.py",
+    test="test_l6",
+    variants=(
+        Variant(
+            name="vulnerable",
+            description="auto commit with auto offset store: offsets stored when consume() returns",
+            guarantee="at_least_once",
+            expected_verdict="fail",
+            client_profile="idempotent_auto_commit",
+            producer_config=dict(IDEMPOTENT.producer),
+            consumer_config={**GROUP, "enable.auto.commit": True, "enable.auto.offset.store": True},
+            expected_symptoms=(
+                ExpectedSymptom(
+                    "broker_log", "has failed, removing it from the group", "the coordinator expires A"
+                ),
+            ),
+        ),
+        Variant(
+            name="remediated",
+            description="enable.auto.offset.store=false, store_offsets() after processing, auto commit on",
+            guarantee="at_least_once",
+            expected_verdict="pass",
+            client_profile="idempotent_store_after",
+            producer_config=dict(IDEMPOTENT.producer),
+            consumer_config={**GROUP, "enable.auto.commit": True, "enable.auto.offset.store": False},
+        ),
+    ),
+    remediation=(
+        "Process first, then record the position (004: 维持先消费消息（阅读），再更新位移（书签）的顺序).",
+        "librdkafka: enable.auto.offset.store=false and store_offsets(msg) after processing (auto commit "
+        "then commits only processed records), or enable.auto.commit=false and commit(msg, "
+        "asynchronous=False) after processing.",
+        "Make processing idempotent: after a crash the unstored records are processed again (D3).",
+    ),
+    related=("L7", "D3"),
+)
+
+
+def _committed(probe: Consumer, run: ScenarioRun) -> int:
+    """The group's committed offset of partition 0 (OffsetFetch); -1 when nothing is committed."""
+    (tp,) = probe.committed([TopicPartition(run.topic, 0)], timeout=5.0)
+    return int(tp.offset) if tp.offset >= 0 else -1
+
+
+@pytest.mark.parametrize("variant", SCENARIO.variant_names)
+def test_l6(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
+    strategy = STRATEGY[variant]
+    with scenario_run(SCENARIO, variant) as run:
+        run.create_topic(partitions=1, replication_factor=3)
+        stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
+        assert stats.ok == RECORDS, stats
+        probe = Consumer(
+            {"bootstrap.servers": run.bootstrap, "group.id": run.group, "enable.auto.commit": False}
+        )
+        run.on_close(probe.close)
+
+        def spec(name: str, per_record_s: float) -> MemberSpec:
+            return dataclasses.replace(
+                run.member(name, processing=Processing(per_record_s=per_record_s), batch_size=BATCH),
+                strategy=strategy,
+                record_delivery="processed",
+            )
+
+        a = ProcessMember(spec("consumer-a", PER_RECORD_S), run.record)
+        a.start()
+        run.on_close(lambda: a.stop() if a.running else None)
+        run.wait_for(
+            f"A processed {PROCESSED_BEFORE_CRASH} records",
+            lambda ev: len(views.deliveries(ev, "consumer-a")) >= PROCESSED_BEFORE_CRASH,
+            40,
+        )
+        time.sleep(2 * AUTO_COMMIT_MS / 1000)  # two auto-commit intervals: whatever is stored is committed
+        if variant == "vulnerable":
+            run.wait_until(
+                "the auto-commit covers records A has not processed",
+                lambda: (
+                    _committed(probe, run)
+                    > max(e.offset for e in views.deliveries(run.events(), "consumer-a")) + 1
+                ),
+                20,
+            )
+        committed_at_crash = _committed(probe, run)
+        a.crash()
+        processed_by_a = views.deliveries(run.events(), "consumer-a")
+        last_a = max(e.offset for e in processed_by_a)
+        run.note(
+            f"A killed after processing offsets ..{last_a} ({len(processed_by_a)} records); "
+            f"committed offset {committed_at_crash}"
+        )
+        b = ThreadMember(spec("consumer-b", 0.0), run.record)
+        b.start()
+        run.on_close(lambda: b.stop())
+        run.wait_caught_up(40)
+        run.wait_quiet("the group idle", lambda e: isinstance(e, Delivery), 2.0, 30)
+        result = run.finish()
+
+    events = result.events
+    processed_a = views.deliveries(events, "consumer-a")
+    processed_b = views.deliveries(events, "consumer-b")
+    first_b = min(e.offset for e in processed_b)
+    unseen = result.count("unseen_by_group")
+    dup_after = result.count("duplicate_delivery_after_rebalance")
+    print(
+        f"\n{variant}: A processed {len(processed_a)} (offsets ..{last_a}), committed at the crash "
+        f"{committed_at_crash}; B from offset {first_b}, {len(processed_b)} records; unseen {unseen}; "
+        f"duplicates after rebalance {dup_after}\n{result.summary()}"
+    )
+
+    assert result.audit.facts.problems == ()
+    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
+    assert result.count("lost_acked") == 0
+    assert result.count("duplicate_delivery_other") == 0
+    assert len(processed_a) == last_a + 1  # A processed a prefix of the partition, in order
+    if variant == "vulnerable":
+        # Committed past A's last processed record; B resumed at the committed offset: the records in
+        # between were never processed by anyone.
+        assert committed_at_crash > last_a + 1
+        assert first_b == committed_at_crash
+        assert unseen == committed_at_crash - (last_a + 1)
+        assert "unseen_by_group" in result.audit.failed_by
+        assert dup_after == 0
+    else:
+        # Nothing stored before the batch was processed: B re-processes A's records, none is skipped.
+        assert committed_at_crash == -1
+        assert first_b == 0
+        assert unseen == 0
+        assert dup_after == len(processed_a)
