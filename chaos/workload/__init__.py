@@ -37,7 +37,7 @@ from chaos.workload.profiles import (
     profile,
     time_profile,
 )
-from chaos.workload.readers import DrainSummary, RestoreReader, RestoreResult, drain
+from chaos.workload.readers import DrainSummary, RestoreReader, RestoreResult, drain, startup_probe
 from chaos.workload.runner import (
     THROUGHPUT_CONSUMER,
     THROUGHPUT_PRODUCER,
@@ -97,5 +97,6 @@ __all__ = [
     "run_member",
     "run_txn_worker",
     "run_workload",
+    "startup_probe",
     "time_profile",
 ]

@@ -203,6 +203,76 @@ class RestoreReader:
         return RestoreResult(partition, True, low, high, target, polled_offset=offset)
 
 
+# ---- start-up probe (MD2 / MD3) ---------------------------------------------------------------------
+
+
+def startup_probe(
+    bootstrap_servers: str,
+    topic: str,
+    sink: Sink,
+    run_id: str,
+    *,
+    timeout_s: float,
+    group: str | None = None,
+    process: str = "probe",
+    time_profile: TimeProfile = CI,
+) -> bool:
+    """What a client does first on start, with a fresh consumer (no cached metadata), each call a
+    :class:`ProbeCall`: ``metadata`` — ``list_topics(topic, timeout)``, Java's ``partitionsFor`` (MD2) —
+    then, with ``group``, ``committed`` — the group's committed offsets of every partition (MD3). The
+    consumer never subscribes. Returns whether every call succeeded; never raises for a Kafka error.
+    """
+    if not timeout_s > 0:
+        raise ConfigError(f"startup_probe.timeout_s: expected > 0; got {timeout_s!r}")
+    logs = ClientLogBridge(sink, run_id, process)
+    config = _reader_config(bootstrap_servers, process, time_profile, "read_uncommitted")
+    if group is not None:
+        config["group.id"] = group
+    config.update(logs.callbacks())
+    consumer = Consumer(config)
+
+    def probe(operation: str, started: float, exc: BaseException | None = None, **fields: Any) -> None:
+        sink(
+            ProbeCall(
+                run_id=run_id,
+                process=process,
+                operation=operation,
+                duration_ms=(time.monotonic() - started) * 1000,
+                timeout_ms=timeout_s * 1000,
+                error=error_name(exc) if exc is not None else None,
+                message=error_text(exc) if exc is not None else None,
+                topic=topic,
+                **fields,
+            )
+        )
+
+    try:
+        started = time.monotonic()
+        try:
+            metadata = consumer.list_topics(topic, timeout=timeout_s)
+            tmeta = metadata.topics.get(topic)
+            if tmeta is not None and tmeta.error is not None:
+                raise KafkaException(tmeta.error)
+        except KafkaException as exc:
+            probe("metadata", started, exc)
+            return False
+        partitions = sorted(tmeta.partitions) if tmeta is not None else []
+        probe("metadata", started, result=f"{len(partitions)} partitions")
+        if group is None:
+            return True
+        started = time.monotonic()
+        try:
+            committed = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=timeout_s)
+        except KafkaException as exc:
+            probe("committed", started, exc)
+            return False
+        probe("committed", started, result=" ".join(f"{tp.partition}:{tp.offset}" for tp in committed))
+        return True
+    finally:
+        consumer.close()
+        logs.detach()
+
+
 # ---- final drain -----------------------------------------------------------------------------------
 
 

@@ -1,0 +1,194 @@
+"""MD2 `md_partitions_for_default_api_timeout_60s` — topic metadata for an uncached topic times out.
+
+CATALOG.md 1C MD2 (seed 002 § Troubleshooting › 造成kafka client端程序读取 metadata 超过默认 1分钟 抛错). The
+seed's client called ``partitionsFor(topic)`` for a topic it had no metadata for while the metadata path was
+faulted, and got ``TimeoutException`` "if the offset metadata could not be fetched before the amount of time
+allocated by default.api.timeout.ms expires" (60 s by default, "默认 1分钟").
+
+librdkafka has no ``default.api.timeout.ms``: Java's ``partitionsFor(topic)`` is ``list_topics(topic,
+timeout=T)`` and T is the call's own argument. A *fresh* client (nothing cached) connects to every bootstrap
+broker at once and asks the first that completes its handshake (docs/faults.md), so one slow or cut broker
+does not fault its metadata path; the path is faulted when **every** broker it can reach is slow — a slow
+client host or link ("网线抖动"). The fault here: a Toxiproxy ``latency`` toxic of L on the client path
+(``ext``, responses) of all three brokers, injected before the client starts; replication and the quorum
+are untouched (no fencing, no leader change). The fresh client's ApiVersions answer and the Metadata answer
+each pay L, so the call needs ≈ 2 L.
+
+Timeline (every variant): topic of 3 partitions, RF 3, ``min.insync.replicas=2``; 60 records produced
+(acks=all) and consumed by a one-member group (so the audit has a history to judge); the latency toxic(s);
+then a fresh consumer (``startup_probe``, process ``probe``) calls ``list_topics(topic, timeout=T)``,
+recorded as a ``probe_call`` ``metadata``; heal; drain; audit (reference).
+
+Times (scaled from the seed's ``default.api.timeout.ms`` A = 60 s faithful, 12 s ``ci``):
+T_vulnerable = A / 10 (1.2 s ``ci``, 6 s faithful), L = 2 · T_vulnerable, T_slow_answer = 1.5 · L,
+T_remediated = 6 · L.
+
+- ``vulnerable`` — latency L on every broker, T = L / 2 (the seed's timeout below the fault). Expected:
+  ``KafkaException`` ``_TRANSPORT`` ("Failed to get metadata: Local: Broker transport failure") after ≈ T
+  (≥ 0.95 T, ≤ T + 1.5 s): librdkafka's ``rd_kafka_metadata()`` first waits up to T for *a usable broker*
+  (``rd_kafka_broker_any_usable``) and returns ``_TRANSPORT`` when none completed its handshake — every
+  ApiVersions answer needs L. Measured: always ``_TRANSPORT`` here, never ``_TIMED_OUT``.
+- ``slow_answer`` — the same fault, T = 1.5 L: a broker becomes usable after ≈ L, the Metadata answer needs
+  another L. Expected: ``_TIMED_OUT`` ("Failed to get metadata: Local: Timed out") after ≈ T — the
+  catalog's ``[ck]`` code; which of the two codes the application sees tells which round trip was slow.
+- ``remediated`` — the same fault, T = 6 L (the seed's remedy: a timeout above the fault). Expected: the
+  metadata arrives, after ≥ 0.95 · 2 L (the handshake and the Metadata answer both came through the slow
+  path) and within T. Measured ≈ 4 L: the first Metadata answer (from a *bootstrap* connection) makes
+  librdkafka add the learned brokers and decommission the bootstrap connections (``Decommissioning this
+  broker … (_DESTROY_BROKER)``), failing the requests still in flight on them ("MetadataRequest failed:
+  Local: Broker handle destroyed without termination: actions Refresh"); the call then needs a second
+  handshake and Metadata round trip on the learned connections. A timeout of 2–4 L fails with
+  ``_TIMED_OUT`` (measured: T = 4 L timed out after 9.6 s).
+- ``healthy_broker`` — latency L on one broker only (the leader of partition 0), T as ``vulnerable``: a
+  healthy broker is reachable. Expected: the metadata arrives in < L — librdkafka took it from a broker
+  that answered first; the seed's "remove the bad node from bootstrap.servers" is unnecessary here.
+
+Verdicts: only metadata reads are faulted: every variant audits ``pass`` (at_least_once, no loss, no
+duplicate). Symptoms asserted on the history: the ``metadata`` probe call (error code, duration, timeout
+passed) and the ``latency`` fault windows around it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from chaos.faults.toxics import Latency
+from chaos.report.inputs import ExpectedSymptom
+from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.workload import AT_LEAST_ONCE, ThreadMember, startup_probe
+
+pytestmark = pytest.mark.chaos
+
+TOPIC_CONFIG = {"min.insync.replicas": 2}
+PRODUCER = dict(AT_LEAST_ONCE.producer)
+RECORDS = 60
+
+
+def _variant(name: str, description: str, *symptoms: ExpectedSymptom) -> Variant:
+    return Variant(
+        name=name,
+        description=description,
+        guarantee="at_least_once",
+        expected_verdict="pass",
+        client_profile="at_least_once",
+        producer_config=PRODUCER,
+        topic_config=TOPIC_CONFIG,
+        expected_symptoms=symptoms,
+    )
+
+
+SCENARIO = Scenario(
+    scenario_id="md_partitions_for_default_api_timeout_60s",
+    case_id="MD2",
+    title="Slow metadata reads: topic metadata for an uncached topic times out",
+    source="002 § Troubleshooting › 造成kafka client端程序读取 metadata 超过默认 1分钟 抛错",
+    symptom=(
+        "TimeoutException - if the offset metadata could not be fetched before the amount of time allocated "
+        "by default.api.timeout.ms expires."
+    ),
+    module="scenarios/test_md2_metadata_timeout.py",
+    test="test_md2",
+    variants=(
+        _variant(
+            "vulnerable",
+            "Latency L on every broker's client path; list_topics(topic, T = L / 2) from a fresh client.",
+            ExpectedSymptom(
+                "error_code", "_TRANSPORT", "Failed to get metadata: Local: Broker transport failure, after T"
+            ),
+        ),
+        _variant(
+            "slow_answer",
+            "Same latency; T = 1.5 L: the handshake completes, the Metadata answer does not.",
+            ExpectedSymptom("error_code", "_TIMED_OUT", "Failed to get metadata: Local: Timed out, after T"),
+        ),
+        _variant("remediated", "Same latency; the call's timeout raised above it (T = 6 L)."),
+        _variant(
+            "healthy_broker",
+            "Latency L on one broker only (a healthy broker reachable); T = L / 2: the call succeeds.",
+        ),
+    ),
+    remediation=(
+        "Give the metadata call a timeout above the worst latency of the client's path (librdkafka: the "
+        "timeout argument of list_topics; there is no default.api.timeout.ms).",
+        "Keep a healthy broker reachable in bootstrap.servers: a fresh librdkafka client uses the first "
+        "broker that answers, so one slow broker does not delay its metadata.",
+    ),
+    related=("MD1", "MD3", "PB1"),
+)
+
+
+def _prefill(run: ScenarioRun) -> None:
+    member = ThreadMember(run.member("consumer-0", batch_size=100), run.record).start()
+    run.on_close(lambda: member.stop())
+    stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
+    assert stats.ok == RECORDS, stats
+    run.wait_for(
+        "the group delivered every prefilled record",
+        lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev),
+        30,
+    )
+    member.stop()
+
+
+@pytest.mark.parametrize("variant", SCENARIO.variant_names)
+def test_md2(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
+    with scenario_run(SCENARIO, variant) as run:
+        run.create_topic(partitions=3, replication_factor=3)
+        _prefill(run)
+        t_vulnerable_s = run.time.api_timeout_s / 10
+        latency_ms = round(2000 * t_vulnerable_s)
+        timeout_s = {"remediated": 6.0, "slow_answer": 1.5}.get(variant, 0.5) * latency_ms / 1000
+        if variant == "healthy_broker":
+            slow = [next(s.leader for s in run.cluster.describe_partitions([run.topic]) if s.partition == 0)]
+        else:
+            slow = sorted(b.node_id for b in run.cluster.brokers)
+        faults = [run.fault(Latency, b, latency_ms, paths=("ext",), direction="downstream") for b in slow]
+        for fault in faults:
+            fault.inject()  # before the probing client exists
+        run.note(f"latency {latency_ms} ms on brokers {slow}; list_topics with T = {timeout_s} s")
+        ok = startup_probe(
+            run.bootstrap, run.topic, run.record, run.run_id, timeout_s=timeout_s, time_profile=run.time
+        )
+        for fault in faults:
+            fault.heal()
+        result = run.finish()
+
+    events = result.events
+    calls = views.probe_calls(events, "metadata")
+    latency = [e for e in views.faults(events, "latency")]
+    injects = [e.mono for e in latency if e.action == "inject"]
+    heals = [e.mono for e in latency if e.action == "heal"]
+    logs = [e for e in views.client_logs(events) if e.process == "probe"]
+    print(
+        f"\n{variant}: latency {latency_ms} ms on brokers {slow}; T {timeout_s} s; metadata "
+        f"{[(p.error, p.message, round(p.duration_ms)) for p in calls]}; probe client logs "
+        f"{[(e.facility, (e.message or '')[-90:]) for e in logs]}\n{result.summary()}"
+    )
+
+    assert result.audit.facts.problems == ()
+    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
+    assert result.count("lost_acked") == result.count("duplicate_in_log") == 0
+    (call,) = calls
+    assert len(injects) == len(heals) == len(slow)
+    # Every toxic was in place before the client started and lifted only after its call returned.
+    assert max(injects) < call.mono - call.duration_ms / 1000
+    assert call.mono <= min(heals)
+    assert call.timeout_ms == pytest.approx(timeout_s * 1000)
+    if variant in ("vulnerable", "slow_answer"):
+        assert not ok
+        # No broker usable within T (every handshake needs L > T): _TRANSPORT; a broker usable but its
+        # Metadata answer later than T: _TIMED_OUT. Either way the call fails at its own timeout.
+        assert call.error == ("_TRANSPORT" if variant == "vulnerable" else "_TIMED_OUT"), call
+        assert 0.95 * timeout_s * 1000 <= call.duration_ms <= timeout_s * 1000 + 1500, call
+    elif variant == "remediated":
+        assert ok, call
+        assert call.error is None, call
+        # The handshake and the Metadata answer came through the slow path (≥ 2 L) within the raised T.
+        assert 0.95 * 2 * latency_ms <= call.duration_ms < timeout_s * 1000, call
+    else:
+        assert ok, call
+        assert call.error is None, call
+        # Not through the slow broker: faster than a single slow round trip.
+        assert call.duration_ms < latency_ms, call
