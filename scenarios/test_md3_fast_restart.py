@@ -1,0 +1,306 @@
+"""MD3 `md_fast_client_restart_metadata_timeout` — a client restarted inside its old member's session.
+
+CATALOG.md 1C MD3 (seed 002 › 场景5: "跟前面类似，只不过这次是kafka客户端启停太快"). Broker 2's network was
+cut; the client was stopped at ~17:13:51 and started again ~26 s later, inside the old member's session. The
+coordinator removed the old member only on heartbeat expiration ("Member consumer-2-… has failed, removing
+it from the group … reason: removing member … on heartbeat expiration") — so the old client had not left
+the group — and the restarted Java client failed exactly 60 s after its start with ``TimeoutException:
+Timeout expired while fetching topic metadata``. The seed's reading: the start coincided with the
+coordinator removing the previous member, so reading offsets timed out.
+
+What librdkafka does (measured; the assertions encode it, as PB1 does):
+
+- the restarted client's start-up reads do **not** time out: a fresh client connects to every bootstrap
+  broker and uses the first that answers, so the cut broker does not hold up ``list_topics(topic)`` (Java's
+  metadata fetch) nor ``committed()`` (the group's offsets, from the coordinator, a healthy broker); both
+  answer within a fraction of the seed's ``default.api.timeout.ms`` (T = 12 s ``ci``, 60 s faithful) and
+  return the offsets the old member committed;
+- what the fast restart *does* cost is the **group join**: the new member's JoinGroup puts the group into
+  a rebalance that waits for every known member, and the old member — dead without a LeaveGroup — is only
+  removed when its session expires (``session.timeout.ms``, 9 s ``ci``). The restarted member receives its
+  assignment no earlier than the old member's last heartbeat + the session timeout; librdkafka retries the
+  join by itself, no error reaches the application. With a Java client that wait overlapped the 60 s
+  metadata deadline; with librdkafka it is a start-up delay, not an exception.
+
+Timeline (every variant): topic of 3 partitions, RF 3, ``min.insync.replicas=2``; 60 records produced
+(acks=all); member ``consumer-0`` (a child process, commit after processing) consumes and commits them all;
+network cut of broker B (not the active controller, not the group's coordinator — the seed's coordinator
+was on a surviving broker); the old client disappears; the client restarts: a fresh consumer reads the
+topic metadata and the group's committed offsets (``startup_probe``: ``probe_call`` ``metadata`` and
+``committed``, timeout T), then ``consumer-0`` starts again (a new member id) and 30 more records are
+produced; wait until the restarted member delivered them; heal; drain; audit (reference).
+
+The coordinator's own log lines (captured into the run's ``logs/``) are the evidence for the group side:
+"Dynamic member … joins group … in Stable|Empty state", "Member <id> in group <g> has failed, removing it
+from the group" (the seed's line, word for word), "has left group through explicit `LeaveGroup`".
+
+- ``vulnerable`` — the seed's stop: the old client is SIGKILLed (no close, no LeaveGroup) and restarted at
+  once, inside its session. Expected: probes succeed in < T / 2; the new member joins the group "in Stable
+  state" (the old member still in it); the coordinator logs "Member <old> … has failed, removing it from
+  the group" 0.5–1 × session (+1 s) after the kill; the new member's assignment comes after that line
+  (≤ 3 s later) with generation old + 1 — the join waited for the old member's session to expire.
+- ``remediated`` — the seed's lesson 3 ("启停kafka客户端操作时也不要动作太快"): same kill, but the client is
+  restarted only once the coordinator reports the group without members (its session expired). Expected:
+  probes succeed; the expiry line precedes the restart; the new member joins "in Empty state", generation
+  old + 2 (one for the emptying, one for the join), assigned in less than a session.
+- ``graceful`` — the old client is closed properly (``close()``: LeaveGroup) and restarted at once.
+  Expected: probes succeed; "has left group through explicit `LeaveGroup`", no expiry line; the new member
+  joins "in Empty state", generation old + 2, assigned in less than a session — the fast restart alone is
+  harmless.
+
+Verdicts: an idempotent producer (acks=all); the group commits after processing; the old member committed
+everything before it died; every variant audits ``pass`` (idempotent: no loss, no duplicate). The producer
+is idempotent because the 30 records produced right after the cut wait, on partitions where B is an in-sync
+follower, for the ISR shrink (``replica.lag.time.max.ms``, 6 s ``ci``), which can come after the producer's
+``request.timeout.ms`` (6 s ``ci``): a non-idempotent producer then retries and duplicates — measured once
+in three runs with the ``at_least_once`` profile (24 of 30 records written twice, D1's mechanism), a side
+effect unrelated to MD3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from chaos.faults.network import NetworkCut
+from chaos.history import Commit, Event
+from chaos.report.inputs import ExpectedSymptom
+from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.workload import IDEMPOTENT, ProcessMember, ThreadMember, admin_config, startup_probe
+
+pytestmark = pytest.mark.chaos
+
+TOPIC_CONFIG = {"min.insync.replicas": 2}
+PRODUCER = dict(IDEMPOTENT.producer)
+RECORDS = 60
+MORE = 30
+
+
+def _variant(name: str, description: str, *symptoms: ExpectedSymptom) -> Variant:
+    return Variant(
+        name=name,
+        description=description,
+        guarantee="idempotent",
+        expected_verdict="pass",
+        client_profile="idempotent",
+        producer_config=PRODUCER,
+        topic_config=TOPIC_CONFIG,
+        expected_symptoms=symptoms,
+    )
+
+
+SCENARIO = Scenario(
+    scenario_id="md_fast_client_restart_metadata_timeout",
+    case_id="MD3",
+    title="Fast client restart inside the old member's session while a broker is cut",
+    source="002 › Troubleshooting › 场景5",
+    symptom=(
+        "第一次重启kafka client端（stop then start）失败！ — Application run failed … "
+        "org.apache.kafka.common.errors.TimeoutException: Timeout expired while fetching topic metadata"
+    ),
+    module="scenarios/test_md3_fast_restart.py",
+    test="test_md3",
+    variants=(
+        _variant(
+            "vulnerable",
+            "Old client killed (no LeaveGroup), restarted at once inside its session, broker cut.",
+            ExpectedSymptom(
+                "broker_log",
+                "heartbeat expiration",
+                "the restarted member's assignment waits until the coordinator expires the old member",
+            ),
+        ),
+        _variant(
+            "remediated",
+            "Old client killed; restarted once the coordinator has expired the old member (seed lesson 3).",
+        ),
+        _variant("graceful", "Old client closed properly (LeaveGroup), restarted at once."),
+    ),
+    remediation=(
+        "Do not restart a client inside its previous member's session (seed: 启停kafka客户端操作时也不要动作"
+        "太快): wait session.timeout.ms, or until the group shows no member.",
+        "Close consumers properly (close() sends LeaveGroup) so the coordinator does not wait for a session "
+        "to expire; or use static membership (group.instance.id) so a restart takes its place back.",
+        "Treat start-up timeouts as retriable rather than failing the application.",
+    ),
+    related=("MD2", "PB1", "MPI2"),
+)
+
+
+def _committed_total(events: list[Event], process: str, topic: str) -> int:
+    """Sum over partitions of the highest offset ``process`` committed successfully."""
+    best: dict[int, int] = {}
+    for e in events:
+        if isinstance(e, Commit) and e.process == process and e.outcome == "ok":
+            for p in e.offsets:
+                if p.topic == topic and p.offset is not None and p.error is None:
+                    best[p.partition] = max(best.get(p.partition, 0), p.offset)
+    return sum(best.values())
+
+
+def _group_members(run: ScenarioRun) -> int:
+    """Members of the run's group as its coordinator reports them now (fresh AdminClient, bounded)."""
+    admin = AdminClient(admin_config(run.bootstrap, "md3-group-check", run.time))
+    (future,) = admin.describe_consumer_groups([run.group], request_timeout=2.0).values()
+    return len(future.result(timeout=3.0).members)
+
+
+def _converged(run: ScenarioRun) -> bool:
+    """Every broker, asked itself, sees every ISR full and the same leaders (a healed broker no longer
+    answers from its stale metadata: the drain must not read a stale high watermark from it)."""
+    views_ = [run.cluster.describe_partitions([run.topic], via=b.node_id) for b in run.cluster.brokers]
+    leaders = {tuple(s.leader for s in v) for v in views_}
+    return len(leaders) == 1 and all(set(s.isr) == set(s.replicas) for v in views_ for s in v)
+
+
+def _coordinator_lines(run_dir: Path, group: str, member: str) -> list[tuple[float, str]]:
+    """(epoch, text) of the broker log lines about ``member`` of ``group`` (captured into ``logs/``)."""
+    found = []
+    for path in sorted((run_dir / "logs").glob("broker-*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            if member in line and group in line:
+                stamp = datetime.fromisoformat(line[:26]).replace(tzinfo=UTC).timestamp()
+                found.append((stamp, line[31:]))
+    return sorted(found)
+
+
+def _target(run: ScenarioRun) -> int:
+    """A broker that leads a partition, neither the active controller nor the group's coordinator."""
+    avoid = {run.cluster.controller_id(), run.cluster.group_coordinator(run.group)}
+    leaders = [s.leader for s in run.cluster.describe_partitions([run.topic])]
+    brokers = sorted(b.node_id for b in run.cluster.brokers)
+    return next(
+        (b for b in leaders if b not in avoid), next((b for b in brokers if b not in avoid), leaders[0])
+    )
+
+
+@pytest.mark.parametrize("variant", SCENARIO.variant_names)
+def test_md3(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
+    with scenario_run(SCENARIO, variant) as run:
+        run.create_topic(partitions=3, replication_factor=3)
+        session_s = run.time.session_timeout_ms / 1000
+        api_timeout_s = run.time.api_timeout_s
+        spec = run.member("consumer-0", batch_size=100)
+        member = ProcessMember(spec, run.record).start()
+        run.on_close(lambda: member.stop() if member.running else None)
+        stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
+        assert stats.ok == RECORDS, stats
+        run.wait_for(
+            "the old member committed every prefilled record",
+            lambda ev: _committed_total(ev, "consumer-0", run.topic) == RECORDS,
+            30,
+        )
+        broker = _target(run)
+        run.introspect(interval_s=0.5)
+        fault = run.fault(NetworkCut, broker)
+        fault.inject()
+        if variant == "graceful":
+            member.stop()
+        else:
+            member.crash()
+        run.note(f"old client {'closed' if variant == 'graceful' else 'killed'}")
+        if variant == "remediated":
+            waited = run.wait_until(
+                "the coordinator expired the old member", lambda: _group_members(run) == 0, 3 * session_s
+            )
+            run.note(f"group without members {waited:.1f} s after the kill")
+        run.note("client restart")
+        probed = startup_probe(
+            run.bootstrap,
+            run.topic,
+            run.record,
+            run.run_id,
+            timeout_s=api_timeout_s,
+            group=run.group,
+            time_profile=run.time,
+        )
+        # The restarted client: same actor name, a new member id (on a thread: no interpreter start to wait).
+        run.note("consumer started")
+        restarted = ThreadMember(spec, run.record).start()
+        run.on_close(lambda: restarted.stop())
+        more = run.producer("producer-1", count=MORE, rate=None, duration_s=30.0).join()
+        assert more.ok == MORE, more
+        run.wait_for(
+            "the restarted member delivered every record",
+            lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev),
+            3 * session_s + 10,
+        )
+        fault.heal()
+        run.wait_until("every broker sees the healed cluster", lambda: _converged(run), 60)
+        result = run.finish()
+
+    events = result.events
+    notes = {e.message: e for e in views.client_logs(events, facility="SCENARIO")}
+    stopped = next(e for t, e in notes.items() if t and t.startswith("old client"))
+    restart = notes["client restart"]
+    started = notes["consumer started"]
+    cut, _ = views.fault_window(events, "network_cut")
+    probes = [p for p in views.probe_calls(events) if p.process == "probe"]
+    assigns = [r for r in views.rebalances(events, "consumer-0") if r.action == "assign" and r.partitions]
+    old = [r for r in assigns if r.mono < stopped.mono]
+    old_gen = max(r.generation or 0 for r in old)
+    old_member = old[-1].member or ""
+    new = next(r for r in assigns if r.mono > restart.mono)
+    lines = _coordinator_lines(result.run_dir, run.group, old_member)
+    joined = [
+        text
+        for _, text in _coordinator_lines(result.run_dir, run.group, new.member or "?")
+        if "joins group" in text
+    ]
+    expired = [ts for ts, text in lines if "has failed, removing it from the group" in text]
+    left = [ts for ts, text in lines if "explicit `LeaveGroup`" in text]
+    print(
+        f"\n{variant}: cut broker {broker}; session {session_s} s; restart "
+        f"+{restart.mono - stopped.mono:.2f} s after the old client "
+        f"{'closed' if variant == 'graceful' else 'died'}; "
+        f"probes {[(p.operation, p.error, round(p.duration_ms), p.result) for p in probes]}; "
+        f"old member expired {[round(ts - stopped.ts, 2) for ts in expired]} s / left {len(left)} after the "
+        f"stop; new member {[t[t.index('joins group') :][:60] for t in joined]}; "
+        f"assignment +{new.mono - started.mono:.2f} s after the consumer start "
+        f"(+{new.mono - stopped.mono:.2f} s after the stop), generation {old_gen} -> {new.generation}\n"
+        f"{result.summary()}"
+    )
+
+    assert result.audit.facts.problems == ()
+    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
+    assert result.count("lost_acked") == result.count("duplicate_in_log") == 0
+    assert cut < stopped.mono < restart.mono
+    # librdkafka's start-up reads do not time out: metadata and the committed offsets (all 60 records,
+    # committed by the old member) arrive well within the seed's default.api.timeout.ms.
+    assert probed, probes
+    assert [p.operation for p in probes] == ["metadata", "committed"], probes
+    assert all(p.error is None and p.duration_ms < 0.5 * api_timeout_s * 1000 for p in probes), probes
+    committed = probes[1].result or ""
+    assert sum(int(part.split(":")[1]) for part in committed.split()) == RECORDS, committed
+    assert joined, "no JoinGroup of the new member in the coordinator's log"
+    if variant == "graceful":
+        # close() sent LeaveGroup: the coordinator dropped the old member at once, no expiry; the new member
+        # joined an empty group (one generation for the emptying, one for the join) without waiting.
+        assert left, lines
+        assert not expired, lines
+        assert all("in Empty state" in t for t in joined), joined
+        assert new.generation == old_gen + 2, (old_gen, new)
+        assert new.mono - started.mono < session_s, new
+        return
+    # The old member died without LeaveGroup: the coordinator expired it (the seed's "Member … has failed,
+    # removing it from the group"), at most a session after its last heartbeat — which preceded the kill.
+    assert len(expired) == 1, lines
+    assert not left, lines
+    assert 0.5 * session_s <= expired[0] - stopped.ts <= session_s + 1.0, (expired, stopped.ts)
+    if variant == "vulnerable":
+        # Restarted inside the old member's session: the new member's join completed the rebalance only
+        # once the old member was expired — one generation later, no earlier than the expiry.
+        assert restart.mono - stopped.mono < 0.5 * session_s
+        assert all("in Stable state" in t for t in joined), joined  # the old member still in the group
+        assert expired[0] - 0.05 <= new.ts <= expired[0] + 3.0, (expired, new.ts)
+        assert new.generation == old_gen + 1, (old_gen, new)
+    else:
+        # Restarted after the expiry: the new member joined an empty group, without waiting on a session.
+        assert expired[0] <= restart.ts
+        assert all("in Empty state" in t for t in joined), joined
+        assert new.generation == old_gen + 2, (old_gen, new)
+        assert new.mono - started.mono < session_s, new
