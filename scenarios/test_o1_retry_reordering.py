@@ -20,10 +20,11 @@ effective within milliseconds).
 Timeline (ci): topic of 1 partition, RF 3, ``min.insync.replicas=2``; replication cut of follower F from
 the leader L; Toxiproxy latency 1000 ms on the responses of L's client proxy (with ``linger.ms=200``
 about 5 requests are in flight at any time); producer at 100 msg/s, 16 keys, ``retries=30``,
-``retry.backoff.ms`` = ``retry.backoff.max.ms`` = 100; warm-up (100 acks) and wait for F to leave the
-ISR (6–9 s); then 3 dips: raise min ISR → wait until no ack for 1.5 s → lower it → wait for 50 acks;
-heal the latency and the cut; stop the producer; a one-member group reads the whole partition (started
-after the faults, whose latency would slow its fetches); drain; audit (reference engine).
+``retry.backoff.ms`` = ``retry.backoff.max.ms`` = 100; warm-up (100 acks) and wait for F to leave the ISR
+(``replica.lag.time.max.ms`` = 6 s, ISR2 measured 6–9 s); then 3 dips: raise min ISR → wait until no ack
+for 1.5 s → lower it → wait for 50 acks; heal the latency and the cut; stop the producer; a one-member
+group reads the whole partition (started after the faults, whose latency would slow its fetches); drain;
+audit (reference engine).
 
 Every variant claims ``at_least_once`` — the application needs each key's records in order and none lost
 (``reordered`` fails every guarantee). librdkafka logs nothing at INFO for these retries and every
@@ -46,8 +47,7 @@ examples: a key's value at a higher offset than a later value of the same key).
 Measured (ci, this machine; 3 runs with the final assertions, then 3 earlier runs with the same timeline
 in brackets): ``vulnerable`` reordered 222 / 192 / 192 [140 / 128 / 160], duplicates 0 / 0 / 103
 [136 / 129 / 0]; ``remediated`` 0 reordered, 0 duplicates every run; ``in_flight_1`` reordered 48 every
-run, duplicates 0 / 109 / 0 [102 / 104 / 109]. F left the ISR 6–9 s after the cut. A variant takes
-25–40 s [30–43 s].
+run, duplicates 0 / 109 / 0 [102 / 104 / 109]. A variant takes 25–40 s [30–43 s].
 """
 
 from __future__ import annotations
