@@ -19,7 +19,7 @@ effective within milliseconds).
 
 Timeline (ci): topic of 1 partition, RF 3, ``min.insync.replicas=2``; replication cut of follower F from
 the leader L; Toxiproxy latency 1000 ms on the responses of L's client proxy (with ``linger.ms=200``
-about 5 requests are in flight at any time); producer at 100 msg/s, 16 keys, ``retries=30``,
+several requests can be in flight); producer at 100 msg/s, 16 keys, ``retries=30``,
 ``retry.backoff.ms`` = ``retry.backoff.max.ms`` = 100; warm-up (100 acks) and wait for F to leave the ISR
 (``replica.lag.time.max.ms`` = 6 s, ISR2 measured 6–9 s); then 3 dips: raise min ISR → wait until no ack
 for 1.5 s → lower it → wait for 50 acks; heal the latency and the cut; stop the producer; a one-member
