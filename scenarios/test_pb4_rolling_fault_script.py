@@ -124,14 +124,6 @@ def _fenced(run: ScenarioRun, broker: int) -> bool:
     )
 
 
-def _converged(run: ScenarioRun) -> bool:
-    """Every broker, asked itself, sees every ISR full and the same leaders: a healed broker no longer
-    answers from its stale metadata (the drain must not read a stale high watermark from it)."""
-    seen = [run.cluster.describe_partitions([run.topic], via=b.node_id) for b in run.cluster.brokers]
-    leaders = {tuple(s.leader for s in v) for v in seen}
-    return len(leaders) == 1 and all(set(s.isr) == set(s.replicas) for v in seen for s in v)
-
-
 def _isr_exit(samples: list[ClusterSample], broker: int, after: float) -> tuple[float, float]:
     """``(last, first)``: monos of the last introspection sample after ``after`` with ``broker`` still in an
     ISR of the topic, and of the first one with ``broker`` in none — the ISR shrink happened between."""
@@ -197,7 +189,7 @@ def test_pb4(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
         restart_client()
         test("t3b")
         cut.heal()
-        run.wait_until("every broker sees the healed cluster", lambda: _converged(run), 60)
+        run.wait_until("every broker sees the healed cluster", lambda: run.converged(full_isr=True), 60)
         result = run.finish()
 
     events = result.events

@@ -481,6 +481,34 @@ class ScenarioRun:
             )
         )
 
+    def converged(self, full_isr: bool = False) -> bool:
+        """Every broker, asked itself, names a leader for each partition of the topic, and the same one
+        (and, with ``full_isr``, every ISR holds every replica).
+
+        A broker back from a network cut answers from stale metadata for a while: it may still call itself
+        the leader and report an old high watermark, which a drain would take for lost records.
+        """
+        try:
+            views_ = [
+                self.cluster.describe_partitions([self.topic], via=b.node_id) for b in self.cluster.brokers
+            ]
+        except Exception:  # a broker that does not answer yet is not converged
+            return False
+        leaders = {tuple(s.leader for s in v) for v in views_}
+        if len(leaders) != 1 or not all(leader >= 0 for leader in next(iter(leaders))):
+            return False
+        return not full_isr or all(set(s.isr) == set(s.replicas) for v in views_ for s in v)
+
+    def wait_converged(self, timeout_s: float = 60.0) -> bool:
+        """Wait (bounded) for :meth:`converged`; a timeout is noted in the history, not raised."""
+        deadline = time.monotonic() + timeout_s
+        while not self.converged():
+            if time.monotonic() >= deadline:
+                self.note(f"the brokers did not agree on the topic's leaders within {timeout_s:.0f} s")
+                return False
+            time.sleep(0.5)
+        return True
+
     # ---- end ---------------------------------------------------------------------------------------
 
     def finish(
@@ -499,6 +527,8 @@ class ScenarioRun:
         from chaos.audit.run import TopicSource, audit_run
 
         self._teardown()
+        if self._info.topic is not None:
+            self.wait_converged()
         drained = tuple(
             drain(
                 self.bootstrap,

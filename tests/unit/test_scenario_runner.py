@@ -176,3 +176,35 @@ def test_leader_timeline_and_fault_window_read_the_history() -> None:
         views.fault_window(events, "pause")
     assert views.isr_of(events[0], "t", 0) == (1,)  # type: ignore[arg-type]
     assert views.isr_of(events[0], "t", 1) is None  # type: ignore[arg-type]
+
+
+def test_converged_needs_every_broker_to_name_the_same_leaders(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from chaos.cluster.introspect import PartitionState
+
+    views_by_broker: dict[int, list[PartitionState]] = {}
+
+    def describe(topics: list[str] | None = None, via: int | None = None) -> list[PartitionState]:
+        if via not in views_by_broker:
+            raise OSError(f"broker {via} does not answer")
+        return views_by_broker[via]
+
+    def state(leader: int, isr: tuple[int, ...] = (1, 2, 3)) -> list[PartitionState]:
+        return [PartitionState("t", 0, leader, (1, 2, 3), isr)]
+
+    kafka = cluster()
+    kafka.brokers = tuple(SimpleNamespace(node_id=n) for n in (1, 2, 3))  # type: ignore[misc]
+    kafka.describe_partitions = describe  # type: ignore[method-assign]
+    with ScenarioRun(SCENARIO, "vulnerable", kafka, tmp_path, seed=1, nodeid="n::t[vulnerable]") as run:
+        views_by_broker.update({1: state(2), 2: state(2)})
+        assert not run.converged()  # broker 3 does not answer
+        views_by_broker[3] = state(3, isr=(3,))  # back from a cut, it still calls itself the leader
+        assert not run.converged()
+        views_by_broker[3] = state(2, isr=(1, 2))
+        assert run.converged()
+        assert not run.converged(full_isr=True)
+        views_by_broker.update({1: state(2), 2: state(2), 3: state(2)})
+        assert run.converged(full_isr=True)
+        views_by_broker.update({1: state(-1), 2: state(-1), 3: state(-1)})
+        assert not run.converged()  # offline: no leader
