@@ -113,14 +113,6 @@ SCENARIO = Scenario(
 )
 
 
-def _target(run: ScenarioRun) -> tuple[int, int]:
-    """A broker that leads a partition of the topic and is not the active controller, and that partition."""
-    controller = run.cluster.controller_id()
-    states = sorted(run.cluster.describe_partitions([run.topic]), key=lambda s: s.partition)
-    state = next((s for s in states if s.leader != controller), states[0])
-    return state.leader, state.partition
-
-
 def _leader(run: ScenarioRun, partition: int) -> int:
     return run.cluster.partition(run.topic, partition).leader
 
@@ -139,7 +131,8 @@ def test_l1(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
         producer = run.producer(rate=RATE, duration_s=120.0, flush_timeout_s=10.0)
         run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
 
-        broker, partition = _target(run)
+        target = run.target_partition()
+        broker, partition = target.leader, target.partition
         cut = run.fault(NetworkCut, broker)
         cut.inject()
         moved_s = run.wait_until(

@@ -113,14 +113,6 @@ def _state(run: ScenarioRun, partition: int) -> tuple[int, tuple[int, ...]]:
     return state.leader, tuple(state.isr)
 
 
-def _target(run: ScenarioRun) -> tuple[int, int, tuple[int, ...]]:
-    """L (leads a partition, not the active controller), that partition P and P's followers."""
-    controller = run.cluster.controller_id()
-    states = sorted(run.cluster.describe_partitions([run.topic]), key=lambda s: s.partition)
-    state = next((s for s in states if s.leader != controller), states[0])
-    return state.leader, state.partition, tuple(b for b in state.replicas if b != state.leader)
-
-
 @pytest.mark.parametrize("variant", SCENARIO.variant_names)
 def test_l2(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
     with scenario_run(SCENARIO, variant) as run:
@@ -131,7 +123,9 @@ def test_l2(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
         producer = run.producer(rate=RATE, duration_s=120.0, flush_timeout_s=10.0)
         run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
 
-        leader, partition, followers = _target(run)
+        target = run.target_partition()
+        leader, partition = target.leader, target.partition
+        followers = tuple(b for b in target.replicas if b != leader)
         led = {s.partition for s in run.cluster.describe_partitions([run.topic]) if s.leader == leader}
         cuts = [run.fault(ReplicationCut, f, leader) for f in followers]
         for cut in cuts:

@@ -50,7 +50,7 @@ from chaos.faults.toxics import Latency
 from chaos.history import ProbeCall
 from chaos.report.inputs import ExpectedSymptom
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
-from chaos.workload import AT_LEAST_ONCE, ThreadMember
+from chaos.workload import AT_LEAST_ONCE
 
 pytestmark = pytest.mark.chaos
 
@@ -107,38 +107,17 @@ SCENARIO = Scenario(
 )
 
 
-def _target(run: ScenarioRun) -> tuple[int, int, list[int]]:
-    """A broker B leading a partition, not the active controller; B's partition; the restore order."""
-    controller = run.cluster.controller_id()
-    states = run.cluster.describe_partitions([run.topic])
-    leaders = sorted({s.leader for s in states})
-    broker = next((b for b in leaders if b != controller), leaders[0])
-    led = next(s.partition for s in states if s.leader == broker)
-    return broker, led, [led, *sorted(s.partition for s in states if s.partition != led)]
-
-
-def _prefill(run: ScenarioRun) -> None:
-    member = ThreadMember(run.member("consumer-0", batch_size=100), run.record).start()
-    run.on_close(lambda: member.stop())
-    stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
-    assert stats.ok == RECORDS, stats
-    run.wait_for(
-        "the group delivered every prefilled record",
-        lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev),
-        30,
-    )
-    member.stop()
-
-
 @pytest.mark.parametrize("variant", SCENARIO.variant_names)
 def test_md1(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
     with scenario_run(SCENARIO, variant) as run:
         run.create_topic(partitions=3, replication_factor=3)
-        _prefill(run)
+        run.prefill(RECORDS)
         t_vulnerable_s = run.time.request_timeout_ms / 5000
         latency_ms = round(2000 * t_vulnerable_s)
         timeout_s = t_vulnerable_s if variant == "vulnerable" else 4 * latency_ms / 1000
-        broker, led, order = _target(run)
+        target = run.target_partition()
+        broker, led = target.leader, target.partition
+        order = [led, *(p for p in range(3) if p != led)]
         fault = run.fault(Latency, broker, latency_ms, paths=("ext",), direction="downstream")
         fault.inject()  # before the restore client exists
         run.note(f"latency {latency_ms} ms on broker {broker}'s client path; restore with T = {timeout_s} s")

@@ -57,7 +57,7 @@ import pytest
 from chaos.faults.toxics import Latency
 from chaos.report.inputs import ExpectedSymptom
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
-from chaos.workload import AT_LEAST_ONCE, ThreadMember, startup_probe
+from chaos.workload import AT_LEAST_ONCE, startup_probe
 
 pytestmark = pytest.mark.chaos
 
@@ -119,24 +119,11 @@ SCENARIO = Scenario(
 )
 
 
-def _prefill(run: ScenarioRun) -> None:
-    member = ThreadMember(run.member("consumer-0", batch_size=100), run.record).start()
-    run.on_close(lambda: member.stop())
-    stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
-    assert stats.ok == RECORDS, stats
-    run.wait_for(
-        "the group delivered every prefilled record",
-        lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev),
-        30,
-    )
-    member.stop()
-
-
 @pytest.mark.parametrize("variant", SCENARIO.variant_names)
 def test_md2(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
     with scenario_run(SCENARIO, variant) as run:
         run.create_topic(partitions=3, replication_factor=3)
-        _prefill(run)
+        run.prefill(RECORDS)
         t_vulnerable_s = run.time.api_timeout_s / 10
         latency_ms = round(2000 * t_vulnerable_s)
         timeout_s = {"remediated": 6.0, "slow_answer": 1.5}.get(variant, 0.5) * latency_ms / 1000

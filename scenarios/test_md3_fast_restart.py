@@ -158,16 +158,6 @@ def _coordinator_lines(run_dir: Path, group: str, member: str) -> list[tuple[flo
     return sorted(found)
 
 
-def _target(run: ScenarioRun) -> int:
-    """A broker that leads a partition, neither the active controller nor the group's coordinator."""
-    avoid = {run.cluster.controller_id(), run.cluster.group_coordinator(run.group)}
-    leaders = [s.leader for s in run.cluster.describe_partitions([run.topic])]
-    brokers = sorted(b.node_id for b in run.cluster.brokers)
-    return next(
-        (b for b in leaders if b not in avoid), next((b for b in brokers if b not in avoid), leaders[0])
-    )
-
-
 @pytest.mark.parametrize("variant", SCENARIO.variant_names)
 def test_md3(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
     with scenario_run(SCENARIO, variant) as run:
@@ -184,7 +174,7 @@ def test_md3(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
             lambda ev: _committed_total(ev, "consumer-0", run.topic) == RECORDS,
             30,
         )
-        broker = _target(run)
+        broker = run.target_partition(avoid_coordinator=True).leader
         run.introspect(interval_s=0.5)
         fault = run.fault(NetworkCut, broker)
         fault.inject()

@@ -55,7 +55,7 @@ from chaos.faults.process import Crash
 from chaos.history import ProbeCall
 from chaos.report.inputs import ExpectedSymptom
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
-from chaos.workload import AT_LEAST_ONCE, ThreadMember
+from chaos.workload import AT_LEAST_ONCE
 
 pytestmark = pytest.mark.chaos
 
@@ -150,33 +150,13 @@ def _restore_partitions(run: ScenarioRun, broker: int) -> tuple[int, list[int]]:
     return led, [led, *sorted(s.partition for s in states if s.partition != led)]
 
 
-def _target(run: ScenarioRun) -> int:
-    """A broker that leads a partition of the topic and is not the active controller."""
-    controller = run.cluster.controller_id()
-    leaders = sorted({s.leader for s in run.cluster.describe_partitions([run.topic])})
-    return next((b for b in leaders if b != controller), leaders[0])
-
-
-def _prefill(run: ScenarioRun) -> None:
-    member = ThreadMember(run.member("consumer-0", batch_size=100), run.record).start()
-    run.on_close(lambda: member.stop())
-    stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
-    assert stats.ok == RECORDS, stats
-    run.wait_for(
-        "the group delivered every prefilled record",
-        lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev),
-        30,
-    )
-    member.stop()
-
-
 @pytest.mark.parametrize("variant", SCENARIO.variant_names)
 def test_pb1(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
     with scenario_run(SCENARIO, variant) as run:
         run.create_topic(partitions=3, replication_factor=3)
-        _prefill(run)
+        run.prefill(RECORDS)
         run.introspect(interval_s=0.5)
-        broker = _target(run)
+        broker = run.target_partition().leader
         led, order = _restore_partitions(run, broker)
         session_s = run.cluster.config.detection_timeout_s("broker.session.timeout.ms", 9000)
         timeout_s = (2.0 if variant == "long_timeout" else 0.5) * session_s

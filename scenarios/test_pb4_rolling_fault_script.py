@@ -107,16 +107,6 @@ SCENARIO = Scenario(
 )
 
 
-def _target(run: ScenarioRun) -> int:
-    """A broker that leads a partition, neither the active controller nor the group's coordinator."""
-    avoid = {run.cluster.controller_id(), run.cluster.group_coordinator(run.group)}
-    leaders = [s.leader for s in run.cluster.describe_partitions([run.topic])]
-    brokers = sorted(b.node_id for b in run.cluster.brokers)
-    return next(
-        (b for b in leaders if b not in avoid), next((b for b in brokers if b not in avoid), leaders[0])
-    )
-
-
 def _fenced(run: ScenarioRun, broker: int) -> bool:
     return all(
         broker not in s.isr and s.leader not in (broker, -1)
@@ -167,7 +157,7 @@ def test_pb4(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
                 run.note(f"gate: {what} after {took:.1f} s")
 
         test("t0")
-        broker = _target(run)
+        broker = run.target_partition(avoid_coordinator=True).leader
         crash = run.fault(Crash, broker)
         crash.inject()
         gate(f"broker {broker} fenced after the crash", lambda: _fenced(run, broker))

@@ -37,6 +37,7 @@ from chaos.history import (
 from chaos.history.events import Isolation
 from chaos.report.inputs import ScenarioInfo, TopicInfo, write_scenario
 from chaos.scenario.model import Scenario, ScenarioError, Variant
+from chaos.scenario.views import acked_ids, delivered_ids
 from chaos.workload import (
     ClientProfile,
     ClusterSampler,
@@ -46,6 +47,7 @@ from chaos.workload import (
     ProducerSpec,
     ProducerWorker,
     RestoreReader,
+    ThreadMember,
     TimeProfile,
     admin_config,
     consumer_config,
@@ -58,6 +60,7 @@ from chaos.workload import (
 if TYPE_CHECKING:
     from chaos.audit.run import Engine
     from chaos.cluster.cluster import KafkaCluster
+    from chaos.cluster.introspect import PartitionState as LiveState
     from chaos.gate.policy import AuditResult
 
 F = TypeVar("F", bound=Fault)
@@ -452,6 +455,34 @@ class ScenarioRun:
             processing=processing or Processing(),
             batch_size=batch_size,
             duration_s=duration_s,
+        )
+
+    def prefill(self, records: int, *, member: str = "consumer-0", timeout_s: float = 30.0) -> None:
+        """Produce ``records`` values (as fast as acks come) and wait until a one-member group (commit after
+        processing) delivered every acknowledged one; the member is stopped after."""
+        worker = ThreadMember(self.member(member, batch_size=100), self.record).start()
+        self.on_close(lambda: worker.stop())
+        stats = self.producer(count=records, rate=None, duration_s=timeout_s).join()
+        if stats.ok != records:
+            raise ScenarioError(f"prefill: {stats.ok} of {records} values acknowledged ({stats})")
+        self.wait_for(
+            "the group delivered every prefilled record",
+            lambda ev: acked_ids(ev) <= delivered_ids(ev),
+            timeout_s,
+        )
+        worker.stop()
+
+    def target_partition(self, *, avoid_coordinator: bool = False) -> LiveState:
+        """The lowest partition of the topic whose leader is not the active controller (with
+        ``avoid_coordinator``, not the group's coordinator either), so that no quorum election or
+        coordinator move blurs a fault on that leader. Falls back to avoiding the controller only, then to
+        partition 0."""
+        states = sorted(self.cluster.describe_partitions([self.topic]), key=lambda s: s.partition)
+        controller = self.cluster.controller_id()
+        avoid = {controller, self.cluster.group_coordinator(self.group)} if avoid_coordinator else set()
+        return next(
+            (s for s in states if s.leader not in avoid | {controller}),
+            next((s for s in states if s.leader != controller), states[0]),
         )
 
     def restore_reader(self, *, call_timeout_s: float, poll_timeout_s: float, k: int = 2) -> RestoreReader:
