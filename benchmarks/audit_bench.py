@@ -1,166 +1,218 @@
 """Audit benchmark: a synthetic clean run of N records, audited by the Spark job and by the reference.
 
-    python benchmarks/audit_bench.py --records 1000000 --records 10000000 [--timeout 1800]
+    python benchmarks/audit_bench.py --records 1000000 --records 10000000 [--timeout 3600]
 
 Each record is a send (invoke + ok outcome), one delivery to the group and one log record; the history
-is written as ``history/events.parquet`` exactly as the recorder writes it, the topic contents as
-``log.parquet``. Each engine runs in its own subprocess (cold: reading the files is part of the cost).
-Peak memory: the reference process's ``ru_maxrss``; for Spark the driver's ``ru_maxrss`` plus the JVM's
-``VmHWM`` (local mode: the executors live in that JVM).
+is written as ``history/events.parquet`` exactly as the recorder writes it (schema and metadata), the
+topic contents as ``log.parquet``. Both are generated column-wise with pyarrow in chunks (bounded memory,
+no per-record Python objects).
+
+Each engine runs in its own subprocess, cold (reading the files is part of the cost). The parent samples
+the resident memory of the worker's whole process tree (Python driver + the JVM it starts, whose
+executors run inside it in local mode) every 0.2 s: that is "peak MB". A worker that exceeds
+``--memory-limit-mb`` or ``--timeout`` is killed (its process group) and reported as "did not finish",
+rather than taking the machine down. When both engines finish, their facts are compared exactly.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
-import resource
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+RUN = "bench"
 PARTITIONS = 8
 PRODUCERS = 4
-CHUNK = 500_000
+KEYS = 16
+CHUNK = 1_000_000
+T0 = 1_700_000_000.0
+
+
+def _offsets(records: int) -> list[int]:
+    """Records per partition: record ``i`` goes to partition ``(i // PRODUCERS) % PARTITIONS``."""
+    block = PRODUCERS * PARTITIONS
+    return [
+        records // block * PRODUCERS + min(max(records % block - PRODUCERS * p, 0), PRODUCERS)
+        for p in range(PARTITIONS)
+    ]
 
 
 def generate(run_dir: Path, records: int) -> None:
-    """Write a clean synthetic run of ``records`` records (chunked: bounded memory)."""
+    """Write a clean synthetic run of ``records`` records, column-wise in chunks (bounded memory)."""
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+    import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
     from chaos.audit.source import LOG_SCHEMA
     from chaos.history.files import RunDir
     from chaos.history.schema import ARROW_SCHEMA, schema_metadata
 
-    run = "bench"
     rd = RunDir.of(run_dir)
     rd.history_dir.mkdir(parents=True)
-    t0, index = 1_700_000_000.0, 0
-    next_offset = [0] * PARTITIONS
+    schema = ARROW_SCHEMA.with_metadata(schema_metadata(RUN, 0, "parquet"))
+    faults = {records // 3: "inject", 2 * records // 3: "heal"}  # after that record's events
+    cuts = sorted({*range(0, records, CHUNK), *(f + 1 for f in faults if f + 1 < records), records})
+
+    def text(prefix: str, numbers: Any) -> Any:
+        return pc.binary_join_element_wise(prefix, pc.cast(numbers, pa.string()), "")
+
+    def table(n: int, columns: dict[str, Any]) -> Any:
+        return pa.table(
+            {f.name: columns.get(f.name, pa.nulls(n, f.type)) for f in ARROW_SCHEMA}, schema=schema
+        )
+
+    def rows_for(start: int, end: int) -> tuple[Any, Any]:
+        n = end - start
+        i = pa.array(range(start, end), pa.int64())
+        producer_no = pc.subtract(i, pc.multiply(pc.divide(i, PRODUCERS), PRODUCERS))
+        seq = pc.divide(i, PRODUCERS)
+        producer = text("p", producer_no)
+        value_id = pc.binary_join_element_wise(RUN + ":", producer, ":", pc.cast(seq, pa.string()), "")
+        part64 = pc.subtract(seq, pc.multiply(pc.divide(seq, PARTITIONS), PARTITIONS))
+        partition = pc.cast(part64, pa.int32())
+        offset = pc.add(pc.multiply(pc.divide(i, PRODUCERS * PARTITIONS), PRODUCERS), producer_no)
+        key = text("k", pc.subtract(i, pc.multiply(pc.divide(i, KEYS), KEYS)))
+        mono = pc.multiply(pc.cast(i, pa.float64()), 0.001)
+        lat = pc.add(
+            0.4, pc.multiply(pc.cast(pc.subtract(i, pc.multiply(pc.divide(i, 97), 97)), pa.float64()), 0.01)
+        )
+        shift = sum(1 for f in faults if f < start)  # fault events recorded before this segment
+        index = pc.add(pc.multiply(i, 3), shift)
+        run = pa.array([RUN] * n, pa.string())
+        topic = pa.array(["t"] * n, pa.string())
+
+        def kind(name: str) -> Any:
+            return pa.array([name] * n, pa.string())
+
+        invoke = table(
+            n,
+            {
+                "index": index,
+                "run_id": run,
+                "kind": kind("send_invoke"),
+                "ts": pc.add(mono, T0),
+                "mono": mono,
+                "process": producer,
+                "value_id": value_id,
+                "producer": producer,
+                "seq": seq,
+                "key": key,
+                "topic": topic,
+            },
+        )
+        out_mono = pc.add(mono, 0.0004)
+        outcome = table(
+            n,
+            {
+                "index": pc.add(index, 1),
+                "run_id": run,
+                "kind": kind("send_outcome"),
+                "ts": pc.add(out_mono, T0),
+                "mono": out_mono,
+                "process": producer,
+                "value_id": value_id,
+                "outcome": kind("ok"),
+                "partition": partition,
+                "offset": offset,
+                "latency_ms": lat,
+            },
+        )
+        d_mono = pc.add(mono, 0.0008)
+        delivery = table(
+            n,
+            {
+                "index": pc.add(index, 2),
+                "run_id": run,
+                "kind": kind("delivery"),
+                "ts": pc.add(d_mono, T0),
+                "mono": d_mono,
+                "process": kind("consumer-0"),
+                "value_id": value_id,
+                "group": kind("g"),
+                "topic": topic,
+                "partition": partition,
+                "offset": offset,
+                "key": key,
+                "member": kind("m"),
+                "generation": pa.array([1] * n, pa.int32()),
+            },
+        )
+        # record order: invoke, outcome, delivery of record 0, then of record 1, ...
+        j = pa.array(range(3 * n), pa.int64())
+        take = pc.add(pc.multiply(pc.subtract(j, pc.multiply(pc.divide(j, 3), 3)), n), pc.divide(j, 3))
+        history = pa.concat_tables([invoke, outcome, delivery]).take(take)
+        log = pa.table(
+            {
+                "run_id": run,
+                "topic": topic,
+                "partition": partition,
+                "offset": offset,
+                "key": key,
+                "value_id": value_id,
+                "isolation": kind("read_uncommitted"),
+            },
+            schema=LOG_SCHEMA,
+        )
+        return history, log
+
     with (
-        pq.ParquetWriter(
-            rd.parquet_path,
-            ARROW_SCHEMA.with_metadata(schema_metadata(run, 0, "parquet")),
-            compression="zstd",
-        ) as history,
+        pq.ParquetWriter(rd.parquet_path, schema, compression="zstd") as history,
         pq.ParquetWriter(run_dir / "log.parquet", LOG_SCHEMA, compression="zstd") as log,
     ):
-        for start in range(0, records, CHUNK):
-            rows: list[dict[str, object]] = []
-            log_rows: list[dict[str, object]] = []
-            for i in range(start, min(records, start + CHUNK)):
-                producer, seq = f"p{i % PRODUCERS}", i // PRODUCERS
-                vid = f"{run}:{producer}:{seq}"
-                partition = (i // PRODUCERS) % PARTITIONS
-                offset = next_offset[partition]
-                next_offset[partition] += 1
-                mono = i * 0.001
-                key = f"k{i % 16}"
-                common = {"run_id": run, "process": producer, "value_id": vid}
-                rows.append(
-                    {
-                        **common,
-                        "index": index,
-                        "kind": "send_invoke",
-                        "ts": t0 + mono,
-                        "mono": mono,
-                        "producer": producer,
-                        "seq": seq,
-                        "key": key,
-                        "topic": "t",
-                    }
-                )
-                rows.append(
-                    {
-                        **common,
-                        "index": index + 1,
-                        "kind": "send_outcome",
-                        "ts": t0 + mono + 0.0004,
-                        "mono": mono + 0.0004,
-                        "outcome": "ok",
-                        "partition": partition,
-                        "offset": offset,
-                        "latency_ms": 0.4 + (i % 97) * 0.01,
-                    }
-                )
-                rows.append(
-                    {
-                        **common,
-                        "index": index + 2,
-                        "kind": "delivery",
-                        "ts": t0 + mono + 0.0008,
-                        "mono": mono + 0.0008,
-                        "process": "consumer-0",
-                        "group": "g",
-                        "topic": "t",
-                        "partition": partition,
-                        "offset": offset,
-                        "key": key,
-                        "member": "m",
-                        "generation": 1,
-                    }
-                )
-                index += 3
-                log_rows.append(
-                    {
-                        "run_id": run,
-                        "topic": "t",
-                        "partition": partition,
-                        "offset": offset,
-                        "key": key,
-                        "value_id": vid,
-                        "isolation": "read_uncommitted",
-                    }
-                )
-                if i == records // 3 or i == 2 * records // 3:
-                    rows.append(
-                        {
-                            "index": index,
-                            "run_id": run,
-                            "kind": "fault",
-                            "ts": t0 + mono,
-                            "mono": mono + 0.0005,
-                            "process": "nemesis",
-                            "action": "inject" if i == records // 3 else "heal",
-                            "fault": "pause",
-                            "target": "broker-1",
-                            "params": "{}",
-                        }
-                    )
-                    index += 1
-            history.write_table(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA))
-            log.write_table(pa.Table.from_pylist(log_rows, schema=LOG_SCHEMA))
-        ends = [
-            {
-                "index": index + p,
-                "run_id": run,
-                "kind": "drain_end",
-                "ts": t0,
-                "mono": records * 0.001 + 1,
-                "process": "drain",
-                "isolation": "read_uncommitted",
-                "topic": "t",
-                "partition": p,
-                "outcome": "ok",
-                "low_offset": 0,
-                "high_offset": next_offset[p],
-            }
-            for p in range(PARTITIONS)
-        ]
-        history.write_table(pa.Table.from_pylist(ends, schema=ARROW_SCHEMA))
+        for start, end in itertools.pairwise(cuts):
+            events, records_table = rows_for(start, end)
+            history.write_table(events)
+            log.write_table(records_table)
+            if end - 1 in faults:
+                last = end - 1
+                mono = last * 0.001 + 0.0005
+                index = 3 * end + sum(1 for f in faults if f < last)
+                fault = {
+                    "index": pa.array([index], pa.int64()),
+                    "run_id": pa.array([RUN]),
+                    "kind": pa.array(["fault"]),
+                    "ts": pa.array([T0 + mono]),
+                    "mono": pa.array([mono]),
+                    "process": pa.array(["nemesis"]),
+                    "action": pa.array([faults[last]]),
+                    "fault": pa.array(["pause"]),
+                    "target": pa.array(["broker-1"]),
+                    "params": pa.array(["{}"]),
+                }
+                history.write_table(table(1, fault))
+        base = 3 * records + len(faults)
+        ends = {
+            "index": pa.array(range(base, base + PARTITIONS), pa.int64()),
+            "run_id": pa.array([RUN] * PARTITIONS),
+            "kind": pa.array(["drain_end"] * PARTITIONS),
+            "ts": pa.array([T0] * PARTITIONS),
+            "mono": pa.array([records * 0.001 + 1] * PARTITIONS),
+            "process": pa.array(["drain"] * PARTITIONS),
+            "isolation": pa.array(["read_uncommitted"] * PARTITIONS),
+            "topic": pa.array(["t"] * PARTITIONS),
+            "partition": pa.array(range(PARTITIONS), pa.int32()),
+            "outcome": pa.array(["ok"] * PARTITIONS),
+            "low_offset": pa.array([0] * PARTITIONS, pa.int64()),
+            "high_offset": pa.array(_offsets(records), pa.int64()),
+        }
+        history.write_table(table(PARTITIONS, ends))
 
 
-def worker(engine: str, run_dir: Path) -> None:
-    """Audit ``run_dir`` with one engine; print a JSON line with the verdict and peak memory."""
+def worker(engine: str, run_dir: Path, out: Path) -> None:
+    """Audit ``run_dir`` with one engine; write the facts (JSON) to ``out``."""
     started = time.monotonic()
-    jvm_hwm_kb = 0
     if engine == "reference":
         import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
@@ -176,39 +228,79 @@ def worker(engine: str, run_dir: Path) -> None:
         ]
         facts = reference_audit(events, log)
     else:
-        from pyspark.sql import SparkSession
-
         from chaos.audit.spark import spark_session
         from chaos.audit.sparkjob import spark_audit
         from chaos.history.reader import to_spark
 
-        # local mode: the driver JVM runs the executors; its default 1 GiB heap is too small for 10M records
-        SparkSession.builder.config("spark.driver.memory", os.environ.get("BENCH_DRIVER_MEMORY", "4g"))
-        spark = spark_session(os.environ.get("BENCH_MASTER", "local[2]"))
-        spark.sparkContext.setLogLevel("ERROR")
-        facts = spark_audit(to_spark(spark, run_dir), spark.read.parquet(str(run_dir / "log.parquet")))[
-            "bench"
-        ]
-        gateway: Any = spark.sparkContext._gateway
-        pid = gateway.proc.pid
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                jvm_hwm_kb = int(line.split()[1])
-    elapsed = time.monotonic() - started
-    own_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(
-        json.dumps(
-            {
-                "engine": engine,
-                "audit_s": elapsed,
-                "python_peak_mb": own_kb / 1024,
-                "jvm_peak_mb": jvm_hwm_kb / 1024,
-                "sends": facts.totals.sends,
-                "anomalies": sum(facts.counts().values()),
-                "problems": list(facts.problems),
-            }
+        spark = spark_session(
+            os.environ.get("BENCH_MASTER", "local[*]"),
+            driver_memory=os.environ.get("BENCH_DRIVER_MEMORY", "4g"),
         )
+        spark.sparkContext.setLogLevel("ERROR")
+        facts = spark_audit(to_spark(spark, run_dir), spark.read.parquet(str(run_dir / "log.parquet")))[RUN]
+    elapsed = time.monotonic() - started
+    out.write_text(json.dumps({"audit_s": elapsed, "facts": asdict(facts)}, sort_keys=True))
+
+
+def _tree_rss_kb(root: int) -> int:
+    """Resident memory of ``root`` and all its descendants (from /proc), in KiB."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        pid = int(entry.name)
+        children.setdefault(int(fields.get("PPid", "0").strip() or 0), []).append(pid)
+        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0])
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def run_engine(engine: str, run_dir: Path, timeout: float, limit_mb: float) -> dict[str, Any]:
+    """One engine in its own process group; returns wall time, peak tree RSS and the facts or the reason."""
+    out = run_dir.parent / f"{engine}.json"
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--worker", engine, "--dir", str(run_dir), "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
+    peak_kb, reason = 0, ""
+    while proc.poll() is None:
+        peak_kb = max(peak_kb, _tree_rss_kb(proc.pid))
+        elapsed = time.monotonic() - started
+        if peak_kb / 1024 > limit_mb:
+            reason = (
+                f"did not finish: resident memory passed the {limit_mb:,.0f} MB limit after {elapsed:.0f} s"
+            )
+        elif elapsed > timeout:
+            reason = f"did not finish: still running after the {timeout:,.0f} s time limit"
+        if reason:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
+        time.sleep(0.2)
+    wall = time.monotonic() - started
+    stderr = proc.stderr.read() if proc.stderr else ""
+    result: dict[str, Any] = {"engine": engine, "wall_s": wall, "peak_mb": peak_kb / 1024}
+    if not reason and (proc.returncode != 0 or not out.exists()):
+        reason = f"failed (exit {proc.returncode}): {stderr.strip().splitlines()[-1:]}"
+    if reason:
+        result["reason"] = reason
+    else:
+        result.update(json.loads(out.read_text()))
+    return result
 
 
 def main() -> int:
@@ -217,59 +309,54 @@ def main() -> int:
     )
     parser.add_argument("--records", type=int, action="append", help="records per run (repeatable)")
     parser.add_argument("--engines", default="spark,reference")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="per engine and size, seconds")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="per engine and size, seconds")
+    parser.add_argument(
+        "--memory-limit-mb",
+        type=float,
+        default=12_000.0,
+        help="kill an engine whose process tree passes this",
+    )
     parser.add_argument("--worker", choices=["spark", "reference"], help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.dir)
+        worker(args.worker, args.dir, args.out)
         return 0
-    print(f"{'records':>10} {'engine':>9} {'wall s':>8} {'audit s':>8} {'peak MB':>9}  note")
+    print(
+        f"# {os.cpu_count()} cores; limits: {args.timeout:,.0f} s, {args.memory_limit_mb:,.0f} MB per engine"
+    )
+    print(f"{'records':>11} {'engine':>9} {'wall s':>8} {'audit s':>8} {'peak MB':>8}  load   note")
     for records in args.records or [1_000_000]:
         with tempfile.TemporaryDirectory(prefix="audit-bench-") as tmp:
             run_dir = Path(tmp) / "run"
             t = time.monotonic()
             generate(run_dir, records)
-            print(
-                f"# generated {records:,} records in {time.monotonic() - t:.1f} s "
-                f"({(run_dir / 'history' / 'events.parquet').stat().st_size / 1e6:.0f} MB history)",
-                flush=True,
-            )
+            size = sum(p.stat().st_size for p in run_dir.rglob("*.parquet")) / 1e6
+            print(f"# generated {records:,} records in {time.monotonic() - t:.1f} s ({size:.0f} MB Parquet)")
+            done: dict[str, Any] = {}
             for engine in args.engines.split(","):
-                t = time.monotonic()
-                try:
-                    proc = subprocess.run(
-                        [sys.executable, __file__, "--worker", engine, "--dir", str(run_dir)],
-                        capture_output=True,
-                        text=True,
-                        timeout=args.timeout,
-                        check=False,
-                    )
-                except subprocess.TimeoutExpired:
-                    print(
-                        f"{records:>10,} {engine:>9} {'>' + str(int(args.timeout)):>8} {'-':>8} {'-':>9}  "
-                        f"timed out",
-                        flush=True,
-                    )
-                    continue
-                wall = time.monotonic() - t
-                lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-                if proc.returncode != 0 or not lines:
-                    print(
-                        f"{records:>10,} {engine:>9} {wall:8.1f} {'-':>8} {'-':>9}  failed: "
-                        f"{proc.stderr.strip().splitlines()[-1:]}",
-                        flush=True,
-                    )
-                    continue
-                r = json.loads(lines[-1])
-                peak = r["python_peak_mb"] + r["jvm_peak_mb"]
-                note = f"anomalies={r['anomalies']} sends={r['sends']:,}"
-                if r["jvm_peak_mb"]:
-                    note += f" (driver {r['python_peak_mb']:.0f} + JVM {r['jvm_peak_mb']:.0f} MB)"
+                load = os.getloadavg()[0]
+                r = run_engine(engine, run_dir, args.timeout, args.memory_limit_mb)
+                load = max(load, os.getloadavg()[0])
+                audit = f"{r['audit_s']:8.1f}" if "audit_s" in r else f"{'-':>8}"
+                if "reason" in r:
+                    note = r["reason"]
+                else:
+                    facts = r["facts"]
+                    done[engine] = facts
+                    anomalies = sum(report["count"] for _, report in facts["anomalies"])
+                    note = f"sends={facts['totals']['sends']:,} anomalies={anomalies}"
+                row = f"{records:>11,} {engine:>9} {r['wall_s']:8.1f} {audit} {r['peak_mb']:8.0f}"
+                print(f"{row}  {load:5.1f}  {note}", flush=True)
+            if len(done) == 2:
+                same = done["spark"] == done["reference"]
                 print(
-                    f"{records:>10,} {engine:>9} {wall:8.1f} {r['audit_s']:8.1f} {peak:9.0f}  {note}",
+                    f"# {records:,}: the engines' facts are {'identical' if same else 'DIFFERENT'}",
                     flush=True,
                 )
+                if not same:
+                    return 1
     return 0
 
 

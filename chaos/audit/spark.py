@@ -12,16 +12,26 @@ if TYPE_CHECKING:
 DEFAULT_MASTER = "local[*]"
 
 
-def spark_session(master: str = DEFAULT_MASTER, app_name: str = "chaos-audit") -> SparkSession:
-    """Start (or reuse) a session on ``master``; ``local[*]`` by default, any Spark master URL otherwise."""
+def spark_session(
+    master: str = DEFAULT_MASTER, app_name: str = "chaos-audit", *, driver_memory: str | None = None
+) -> SparkSession:
+    """Start (or reuse) a session on ``master``; ``local[*]`` by default, any Spark master URL otherwise.
+
+    ``driver_memory`` (e.g. ``"4g"``) only takes effect when this starts the JVM; in local mode the
+    executors run in the driver's JVM, so it bounds the whole job's heap (Spark spills beyond it).
+    """
     from pyspark.sql import SparkSession
 
     jars = ",".join(str(p) for p in ensure_connector_jars())
+    builder = SparkSession.builder
+    if driver_memory is not None:
+        builder = builder.config("spark.driver.memory", driver_memory)
     return (
-        SparkSession.builder.master(master)
+        builder.master(master)
         .appName(app_name)
         .config("spark.jars", jars)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
