@@ -169,18 +169,39 @@ class KafkaCluster:
         self._toxiproxy_container = proxy
         self._start_container(proxy, "Toxiproxy")
         self._toxiproxy = Toxiproxy(f"http://127.0.0.1:{api_port}")
+        self._create_proxies()
+
+        # All together: a broker logs "started" only once a majority of the quorum is up.
+        for broker in self.brokers:
+            self._start_container(broker.container, broker.name)
+
+    def _create_proxies(self) -> None:
+        """Wait for Toxiproxy's API, then create every broker's ext/int/ctl proxy (enabled, no toxic)."""
+        assert self._toxiproxy is not None
+        assert self._toxiproxy_container is not None
         deadline = time.monotonic() + 30
         while not self._toxiproxy.ready():
             if time.monotonic() > deadline:
-                raise ClusterStartTimeout(f"Toxiproxy's API did not answer within 30 s\n{log_tail(proxy)}")
+                raise ClusterStartTimeout(
+                    f"Toxiproxy's API did not answer within 30 s\n{log_tail(self._toxiproxy_container)}"
+                )
             time.sleep(0.1)
         for broker in self.brokers:
             for spec in self.proxy_specs(broker):
                 self._toxiproxy.create(spec)
 
-        # All together: a broker logs "started" only once a majority of the quorum is up.
-        for broker in self.brokers:
-            self._start_container(broker.container, broker.name)
+    def reset_toxiproxy(self) -> None:
+        """Restart the Toxiproxy container and recreate every proxy: no toxic, every proxy enabled.
+
+        The last resort of a toxic's heal: when a client closes its connection while a latency toxic holds
+        data for it, Toxiproxy 2.12 can wedge that link so that removing the toxic never returns (Toxiproxy
+        issue 558: the toxic blocks writing to a writer that has exited). Connections through the proxies
+        drop for about a second; clients and brokers reconnect to the same ports.
+        """
+        if self._toxiproxy_container is None or self._toxiproxy is None:
+            raise ClusterError("the cluster is not started: call start() or use it as a context manager")
+        self._toxiproxy_container.get_wrapped_container().restart(timeout=1)
+        self._create_proxies()
 
     def _network_kwargs(self, aliases: list[str]) -> dict[str, Any]:
         client = docker_client()

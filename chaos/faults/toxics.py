@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from chaos.errors import FaultError
+from chaos.errors import FaultError, ToxiproxyError
 from chaos.faults.base import Fault, FaultLog, Param
 from chaos.faults.targets import Target
 
@@ -111,8 +111,15 @@ class Toxic(Fault):
 
     def _heal(self) -> None:
         while self._applied:
-            proxy, name = self._applied.pop()
-            self.cluster.toxiproxy.remove_toxic(proxy, name)
+            proxy, name = self._applied[-1]
+            try:
+                self.cluster.toxiproxy.remove_toxic(proxy, name)
+            except ToxiproxyError:
+                # A wedged link (Toxiproxy issue 558) never lets the removal return: start Toxiproxy afresh.
+                self.cluster.reset_toxiproxy()
+                self._applied.clear()
+                return
+            self._applied.pop()
 
 
 class Latency(Toxic):

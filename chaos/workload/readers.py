@@ -9,6 +9,7 @@ partition — apart from the group's deliveries.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Sequence
@@ -30,6 +31,8 @@ from chaos.errors import ConfigError
 from chaos.history.events import DrainEnd, DrainRead, Isolation, ProbeCall
 from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text, payload_value_id
 from chaos.workload.profiles import CI, TimeProfile, admin_config
+
+LOG_FLUSH_S = 0.2  # serving the client's queue once more before close delivers its last log lines
 
 
 def _key(raw: bytes | None) -> str | None:
@@ -139,6 +142,11 @@ class RestoreReader:
         try:
             return self._restore(consumer, partition)
         finally:
+            # librdkafka's log lines reach the logger only when the client's queue is served: serve it
+            # once more, or the lines of a call that just failed (e.g. "Connection setup timed out") are
+            # dropped with the client.
+            with contextlib.suppress(Exception):
+                consumer.poll(LOG_FLUSH_S)
             consumer.close()
             logs.detach()
 

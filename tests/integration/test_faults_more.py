@@ -615,3 +615,36 @@ def test_coordinator_of_targets_the_reported_coordinator_and_the_group_moves(
         assert after == resolve(kafka_cluster, CoordinatorOf(group))
     finally:
         consumer.close()
+
+
+def test_a_toxic_whose_removal_hangs_is_healed_by_restarting_toxiproxy(
+    kafka_cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Toxiproxy issue 558 (a wedged link never lets a toxic's removal return) cannot be provoked on
+    demand; the removal's failure is simulated, the recovery (restart + proxies recreated) is real."""
+    from chaos.errors import ToxiproxyError
+    from chaos.faults.toxics import Latency
+
+    broker = kafka_cluster.brokers[0]
+    fault = Latency(kafka_cluster, broker.node_id, 200, paths=("ext",), direction="downstream")
+    fault.inject()
+    assert [t["name"] for t in kafka_cluster.toxiproxy.toxics(broker.proxy("ext"))] == [
+        "chaos-latency-downstream"
+    ]
+
+    def wedged(proxy: str, name: str, missing_ok: bool = True) -> None:
+        raise ToxiproxyError(f"Toxiproxy did not answer DELETE /proxies/{proxy}/toxics/{name} within 5.0 s")
+
+    monkeypatch.setattr(kafka_cluster.toxiproxy, "remove_toxic", wedged)
+    started = time.monotonic()
+    fault.heal()
+    took = time.monotonic() - started
+    monkeypatch.undo()
+    print(f"\nToxiproxy restarted and {3 * len(kafka_cluster.brokers)} proxies recreated in {took:.1f} s")
+    proxies = kafka_cluster.toxiproxy.proxies()
+    assert {b.proxy(p) for b in kafka_cluster.brokers for p in ("ext", "int", "ctl")} <= set(proxies)
+    assert all(kafka_cluster.toxiproxy.toxics(name) == [] for name in proxies)
+    assert fault.active is False
+    kafka_cluster.wait_healthy(60)
+    rtt = wire.api_versions("127.0.0.1", broker.ext_port, timeout_s=5.0)
+    assert rtt.request_s < 0.2, rtt  # the 200 ms latency is gone
