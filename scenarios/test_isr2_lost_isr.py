@@ -127,6 +127,11 @@ def _isr(run: ScenarioRun) -> tuple[int, tuple[int, ...]]:
     return state.leader, tuple(state.isr)
 
 
+def _last_isr_size(events: list[Event], topic: str) -> int:
+    readings = views.samples(events, process="introspect")
+    return len(views.isr_of(readings[-1], topic, 0) or ()) if readings else 0
+
+
 def _single_replica_window(events: tuple[Event, ...], topic: str) -> tuple[float, float]:
     """From the first introspection reading with an ISR of one replica to the next with two."""
     start = end = None
@@ -174,6 +179,8 @@ def test_isr2(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
         cut.heal()
         crash.heal()
         run.wait_until("a full ISR again", lambda: len(_isr(run)[1]) == 2, 60)
+        # ... and the introspection (every 0.5 s, stopped by finish) has recorded it: the assertions read it.
+        run.wait_for("an introspected full ISR", lambda ev: _last_isr_size(ev, run.topic) == 2, 10)
         producer.stop()
         run.wait_caught_up(40)
         result = run.finish()
