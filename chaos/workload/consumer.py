@@ -158,6 +158,37 @@ def partition_offsets(parts: Sequence[TopicPartition] | None) -> tuple[Partition
     return tuple(result)
 
 
+def commit_sync(
+    consumer: Consumer,
+    offsets: list[TopicPartition],
+    sink: Sink,
+    common: Callable[[], dict[str, Any]],
+) -> None:
+    """Commit ``offsets`` synchronously and record the :class:`Commit` (never raises a Kafka error).
+
+    A failed synchronous commit may still have reached the coordinator (e.g. a timeout): ``info``
+    (unknown), unless the coordinator answered with an error (``fail``).
+    """
+    try:
+        result = consumer.commit(offsets=offsets, asynchronous=False)
+    except KafkaException as exc:
+        name = error_name(exc)
+        outcome: Literal["fail", "info"] = "info" if name in ("_TIMED_OUT", "_TRANSPORT") else "fail"
+        sink(
+            Commit(
+                outcome=outcome,
+                offsets=partition_offsets(offsets),
+                error=name,
+                message=error_text(exc),
+                **common(),
+            )
+        )
+        return
+    recorded = partition_offsets(result or [])
+    error = next((p.error for p in recorded if p.error), None)
+    sink(Commit(outcome="fail" if error else "ok", offsets=recorded, error=error, **common()))
+
+
 def next_offsets(messages: Sequence[Message]) -> list[TopicPartition]:
     """The next offset to read per partition after ``messages``."""
     nxt: dict[tuple[str, int], int] = {}
@@ -223,26 +254,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
         offsets = next_offsets(messages)
         if not offsets:
             return
-        try:
-            result = consumer.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:
-            # A failed synchronous commit may still have reached the coordinator (e.g. a timeout): unknown,
-            # unless the coordinator answered with an error.
-            name = error_name(exc)
-            outcome: Literal["fail", "info"] = "info" if name in ("_TIMED_OUT", "_TRANSPORT") else "fail"
-            sink(
-                Commit(
-                    outcome=outcome,
-                    offsets=partition_offsets(offsets),
-                    error=name,
-                    message=error_text(exc),
-                    **common(),
-                )
-            )
-            return
-        recorded = partition_offsets(result)
-        error = next((p.error for p in recorded if p.error), None)
-        sink(Commit(outcome="fail" if error else "ok", offsets=recorded, error=error, **common()))
+        commit_sync(consumer, offsets, sink, common)
 
     try:
         consumer.subscribe(

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from chaos.errors import ConfigError, WorkloadError
-from chaos.history.events import ClientLog, Commit, Delivery, PartitionOffset, TxnMarker
+from chaos.history.events import ClientLog, Delivery, PartitionOffset, TxnMarker
 from chaos.workload.common import (
     ClientLogBridge,
     Sink,
@@ -48,7 +48,13 @@ from chaos.workload.common import (
     member_fields,
     payload_value_id,
 )
-from chaos.workload.consumer import ChildProcess, next_offsets, partition_offsets, rebalance_callbacks
+from chaos.workload.consumer import (
+    ChildProcess,
+    commit_sync,
+    next_offsets,
+    partition_offsets,
+    rebalance_callbacks,
+)
 from chaos.workload.profiles import (
     CI,
     TRANSACTIONAL,
@@ -299,24 +305,7 @@ def _commit_plain(
     remaining = producer.flush(timeout)
     if remaining:
         raise WorkloadError(f"{remaining} output records not delivered within {timeout} s")
-    try:
-        result = consumer.commit(offsets=offsets, asynchronous=False)
-    except KafkaException as exc:
-        name = error_name(exc)
-        outcome: Literal["fail", "info"] = "info" if name in ("_TIMED_OUT", "_TRANSPORT") else "fail"
-        sink(
-            Commit(
-                outcome=outcome,
-                offsets=partition_offsets(offsets),
-                error=name,
-                message=error_text(exc),
-                **common(),
-            )
-        )
-        return
-    recorded = partition_offsets(result or [])
-    error = next((p.error for p in recorded if p.error), None)
-    sink(Commit(outcome="fail" if error else "ok", offsets=recorded, error=error, **common()))
+    commit_sync(consumer, offsets, sink, common)
 
 
 def _commit(
