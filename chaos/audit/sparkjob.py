@@ -8,27 +8,31 @@ of generated runs in one job; a real audit has one):
 - ``log``: the topic's real contents, columns :data:`LOG_COLUMNS` (see :mod:`chaos.audit.source`), or
   ``None`` when the topic could not be read.
 
-How it runs: the whole audit is **one Spark action** — a single query, the union of small per-run
-parts (totals, drain ends, outage, fault windows, latency ranks, and the counted, truncated anomaly
-examples), collected once (adaptive execution still splits it into ~35 jobs). Inside it:
+How it runs — one Spark action, no Python UDFs:
 
-- the history's value events (first invoke, first outcome, transaction markers, deliveries) are reduced
-  to one row per ``(run_id, value_id)`` by a hash aggregation (partial aggregation on the map side, since a
-  value's events sit close together in the file); that table is persisted, since most anomalies read it;
-- the log is shuffled once by ``(run_id, value_id)``; its distinct records (persisted), first offsets per
-  partition and per-value positions are then aggregated without another shuffle;
-- positions (inconsistent offsets), per-key chains (reordering) and per-value deliveries (duplicate
-  deliveries) take one shuffle each; the availability figures read narrow projections of the history;
-- every anomaly becomes rows ``(anomaly, run_id, value_id, topic, partition, offset, ts)``; one window
-  per (run, anomaly) counts them and keeps the first N in :meth:`Example.sort_key` order.
+1. **Per value** (:func:`_per_value`). The history's value events (invokes, outcomes, transaction
+   markers, deliveries) and the log records are shuffled once by a hash of ``(run_id, value_id)`` and sorted
+   by it (a long: the sort compares prefixes, not strings), then by source and position. Two window passes
+   over each value (the sort already fits both) give every row its predecessor and the value's summary:
+   first invoke and outcome, transaction status, deliveries, distinct log positions. Each row then emits
+   only what it adds — the value's counts and per-value anomaly instances (lost, unseen, duplicated,
+   aborted reads, duplicate deliveries, unexpected records) on its first row, an observed position, a
+   reorder-chain link — so a clean value leaves **one row**. That table is persisted.
+2. **Per check** (:func:`_parts`). The reorder chains (window by producer, key and partition) and the
+   observed positions (inconsistent offsets) each shuffle only their rows; totals are summed with map-side
+   partial aggregation; instances are counted and the first N kept per anomaly.
+3. **Availability** (:func:`_availability`) reads narrow projections of the history: the longest gap
+   between acks is found inside one-second buckets and across bucket edges (no single-task sort of every
+   ack), and the nearest-rank latency percentiles through a histogram of log-scaled buckets, so only the
+   acks in the bucket that holds a wanted rank are sorted.
 
-No Python UDFs; only the small per-run parts reach the driver.
+Only small per-run parts — counts, the first N examples per anomaly, availability figures — reach the
+driver, in one ``collect``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from chaos.audit.model import (
@@ -46,7 +50,7 @@ from chaos.audit.model import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 HISTORY_COLUMNS: Final[tuple[str, ...]] = (
     "index",
@@ -84,7 +88,21 @@ LOG_COLUMNS: Final[tuple[str, ...]] = (
 """The topic-contents columns the job reads."""
 
 _EXAMPLE_COLUMNS: Final = ("value_id", "topic", "partition", "offset", "ts")
-_VALUE_KINDS: Final = ("send_invoke", "send_outcome", "delivery")
+
+# a per-value row's source, in the order a value's rows are sorted: send events (invokes, outcomes,
+# transaction markers), deliveries, log records
+_SEND, _DELIVERY, _LOG = 0, 1, 2
+_VALUE_KEY: Final = ("vh", "run_id", "value_id")
+_VALUE_ORDER: Final = ("src", "di", "lt", "lp", "lo", "index")
+_INSTANCE_TYPE: Final = (
+    "array<struct<anomaly:string, value_id:string, topic:string, partition:int, offset:bigint, ts:double>>"
+)
+_COUNTS: Final = ("c_sent", "c_acked", "c_failed", "c_log", "c_deliveries")
+
+# latency histogram: 64 buckets per power of two (~1.1 % wide); latencies <= 0 share the lowest bucket
+_BUCKETS_PER_OCTAVE: Final = 64
+_LOWEST_BUCKET: Final = -(1 << 40)
+_OUTAGE_BUCKET_S: Final = 1.0
 
 
 def spark_audit(
@@ -95,15 +113,8 @@ def spark_audit(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    # computed once: the per-value tables that many parts of the query read
-    cached: list[DataFrame] = []
-
-    def keep(df: DataFrame) -> DataFrame:
-        cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
-        return df
-
-    h = history.select(*HISTORY_COLUMNS)  # Parquet, read column-pruned where needed (caching it was slower)
     spark = history.sparkSession
+    h = history.select(*HISTORY_COLUMNS)
     log_missing = log is None
     if log is None:
         log = spark.createDataFrame(
@@ -112,249 +123,79 @@ def spark_audit(
             "key string, value_id string, isolation string",
         )
     log = log.select(*LOG_COLUMNS)
+
+    # persisted (about one row per value): four consumers read it, each shuffling only what it needs
+    per_value = _per_value(F, Window, h, log, options).persist(StorageLevel.MEMORY_AND_DISK)
+    windows = _fault_windows(F, h).persist(StorageLevel.MEMORY_AND_DISK)  # small; read by three parts
+    try:
+        by_part: dict[str, list[Any]] = defaultdict(list)
+        for row in _parts(F, Window, h, per_value, windows, options).collect():
+            by_part[row.part].append(row)
+    finally:
+        per_value.unpersist()
+        windows.unpersist()
+    return _facts(by_part, options, log_missing=log_missing)
+
+
+def _parts(
+    F: Any, Window: Any, h: DataFrame, per_value: DataFrame, windows: DataFrame, options: AuditOptions
+) -> DataFrame:
+    """The union of every small per-run part the driver collects (column ``part`` names each)."""
     kind = F.col("kind")
-    null_ts = F.lit(None).cast("double")
-    null_long = F.lit(None).cast("long")
-    pos = F.struct("topic", "partition", "offset")
-
-    # --- one row per (run_id, value_id) from the history (hash aggregation, one shuffle) ---------------
-    value_events = h.where(kind.isin(*_VALUE_KINDS) & F.col("value_id").isNotNull()).select(
-        "run_id", "value_id", "kind", "index", "ts", "producer", "seq", "key", "topic", "partition",
-        "offset", "outcome", F.lit(None).cast("string").alias("action"),
-    )  # fmt: skip
-    txn_events = h.where((kind == "txn") & (F.col("action") != "begin")).select(
-        "run_id", F.explode("value_ids").alias("value_id"), "kind", "index", "ts", "producer", "seq",
-        "key", "topic", "partition", "offset", "outcome", "action",
-    )  # fmt: skip
-    is_txn = kind == "txn"
-    ok = F.col("outcome") == "ok"
-    per_value = keep(
-        value_events.unionByName(txn_events)
-        .groupBy("run_id", "value_id")
-        .agg(
-            F.min(
-                F.when(kind == "send_invoke", F.struct("index", "producer", "seq", "key", "topic", "ts"))
-            ).alias("inv"),
-            F.min(
-                F.when(kind == "send_outcome", F.struct("index", "outcome", "partition", "offset", "ts"))
-            ).alias("out"),
-            F.max(is_txn).alias("in_txn"),
-            F.max(is_txn & (F.col("action") == "commit") & ok).alias("committed"),
-            F.max(is_txn & (F.col("action") == "abort") & ok).alias("aborted"),
-            F.count_if(kind == "delivery").alias("n_deliveries"),
-            F.min(F.when(kind == "delivery", pos)).alias("delivery_min"),
-        )
-    )
-    send_failed = F.coalesce(F.col("out.outcome") == "fail", F.lit(False))
-    aborted = F.coalesce(F.col("aborted"), F.lit(False))
-    acked = F.coalesce(
-        (F.col("out.outcome") == "ok")
-        & ~aborted
-        & (F.col("in_txn").isNull() | ~F.col("in_txn") | F.coalesce(F.col("committed"), F.lit(False))),
-        F.lit(False),
-    )
-    sends = per_value.where(F.col("inv").isNotNull()).select(
-        "run_id",
-        "value_id",
-        "inv",
-        "out",
-        (F.col("n_deliveries") > 0).alias("delivered"),
-        "delivery_min",
-        send_failed.alias("send_failed"),
-        aborted.alias("aborted"),
-        (send_failed | aborted).alias("failed"),
-        acked.alias("acked"),
-        F.coalesce(F.col("out.ts"), F.col("inv.ts")).alias("send_ts"),
-    )
-
-    # --- the log: one shuffle by (run_id, value_id); distinct records and per-value positions --------
-    records = keep(
-        log.repartition("run_id", "value_id")
-        .groupBy("run_id", "value_id", "topic", "partition", "offset")
-        .agg(F.max(F.col("isolation") == "read_committed").alias("committed_read"))
-    )
-    firsts = (
-        records.where(F.col("value_id").isNotNull())
-        .groupBy("run_id", "value_id", "topic", "partition")
-        .agg(
-            F.min("offset").alias("offset"),
-            F.count(F.lit(1)).alias("n"),
-            F.min(F.when(F.col("committed_read"), F.col("offset"))).alias("committed_offset"),
-        )
-    )
-    in_log = firsts.groupBy("run_id", "value_id").agg(
-        F.sum("n").alias("n_pos"),
-        F.min(pos).alias("first"),
-        F.min(
-            F.when(
-                F.col("committed_offset").isNotNull(),
-                F.struct("topic", "partition", F.col("committed_offset").alias("offset")),
-            )
-        ).alias("committed_first"),
-    )
-    values = sends.join(in_log, ["run_id", "value_id"], "left")
-
-    found: list[DataFrame] = []
-
-    def add(
-        name: str,
-        df: DataFrame,
-        value_id: Column | str,
-        topic: Column | str,
-        partition: Column | str,
-        offset: Column | str,
-        ts: Column | str,
-    ) -> None:
-        cols = [value_id, topic, partition, offset, ts]
-        found.append(
-            df.select(
-                F.lit(name).alias("anomaly"),
-                "run_id",
-                *(
-                    F.col(c).alias(n) if isinstance(c, str) else c.alias(n)
-                    for c, n in zip(cols, _EXAMPLE_COLUMNS, strict=True)
-                ),
-            )
-        )
-
-    lost = values.where(F.col("first").isNull())
-    add("lost_acked", lost.where("acked"), "value_id", "inv.topic", "out.partition", "out.offset", "out.ts")
-    add(
-        "lost_indeterminate",
-        lost.where(~F.col("acked") & ~F.col("failed")),
-        "value_id",
-        "inv.topic",
-        "out.partition",
-        null_long,
-        "send_ts",
-    )
-    seen = values.where(F.col("first").isNotNull())
-    first_at = ("first.topic", "first.partition", "first.offset")
-    add(
-        "unseen_by_group",
-        seen.where(~F.col("failed") & ~F.col("delivered")),
-        "value_id",
-        *first_at,
-        "send_ts",
-    )
-    add("duplicate_in_log", seen.where(F.col("n_pos") > 1), "value_id", *first_at, "send_ts")
-
-    # aborted reads: deliveries (read at group_isolation) and log records (each at its level)
-    committed_reads = (
-        F.least("committed_first", "delivery_min")
-        if options.group_isolation == "read_committed"
-        else F.col("committed_first")
-    )
-    bad = F.when(F.col("send_failed"), F.least("first", "delivery_min")).when(
-        F.col("aborted"), committed_reads
-    )
-    bad_reads = values.select("run_id", "value_id", "send_ts", bad.alias("bad")).where(
-        F.col("bad").isNotNull()
-    )
-    add("aborted_read", bad_reads, "value_id", "bad.topic", "bad.partition", "bad.offset", "send_ts")
-
-    sent = sends.select("run_id", "value_id")
-    add(
-        "unexpected",
-        records.where(F.col("value_id").isNull()).unionByName(
-            records.where(F.col("value_id").isNotNull()).join(sent, ["run_id", "value_id"], "left_anti")
-        ),
-        "value_id",
-        "topic",
-        "partition",
-        "offset",
-        null_ts,
-    )
-
     # reordering: per (producer, key, topic, partition), values by their first offset there
-    chain = Window.partitionBy("run_id", "producer", "key", "topic", "partition").orderBy(
-        "offset", "seq", "value_id"
+    chain = Window.partitionBy("run_id", "producer", "key", "ch_topic", "ch_partition").orderBy(
+        "ch_offset", "seq", "value_id"
     )
     reordered = (
-        firsts.select("run_id", "value_id", "topic", "partition", "offset")
-        .join(
-            sends.select(
-                "run_id", "value_id", "send_ts", F.col("inv.producer").alias("producer"),
-                F.col("inv.seq").alias("seq"), F.col("inv.key").alias("key"),
-            ),
-            ["run_id", "value_id"],
-        )
-        .withColumn("prev_seq", F.lag("seq").over(chain))
+        per_value.where(F.col("ch_topic").isNotNull())
+        .select("run_id", "value_id", "producer", "key", "ch_topic", "ch_partition", "ch_offset", "seq",
+                "send_ts", F.lag("seq").over(chain).alias("prev_seq"))
         .where(F.col("seq") < F.col("prev_seq"))
+        .select(F.lit("reordered").alias("anomaly"), "run_id", "value_id", F.col("ch_topic").alias("topic"),
+                F.col("ch_partition").alias("partition"), F.col("ch_offset").alias("offset"),
+                F.col("send_ts").alias("ts"))
     )  # fmt: skip
-    add("reordered", reordered, "value_id", "topic", "partition", "offset", "send_ts")
-
-    # duplicate deliveries: a delivery of a value delivered before; was there a rebalance in between?
-    deliveries = h.where(kind == "delivery")
-    by_value = Window.partitionBy("run_id", "value_id").orderBy("index")
-    redeliveries = (
-        deliveries.where(F.col("value_id").isNotNull())
-        .select("run_id", "value_id", "index", "topic", "partition", "offset", "ts")
-        .withColumn("prev", F.lag("index").over(by_value))
-        .where(F.col("prev").isNotNull())
-        .alias("d")
-    )
-    rebalances = h.where(kind == "rebalance").select("run_id", F.col("index").alias("r_index")).alias("r")
-    between = (
-        (F.col("d.run_id") == F.col("r.run_id"))
-        & (F.col("r.r_index") > F.col("d.prev"))
-        & (F.col("r.r_index") < F.col("d.index"))
-    )
-    for name, how in (
-        ("duplicate_delivery_after_rebalance", "left_semi"),
-        ("duplicate_delivery_other", "left_anti"),
-    ):
-        add(name, redeliveries.join(F.broadcast(rebalances), between, how), "value_id", "topic", "partition",
-            "offset", "ts")  # fmt: skip
-
-    # inconsistent offsets: one position, two or more values (a foreign payload counts as one)
-    position = ["run_id", "topic", "partition", "offset", "value_id"]
-    acked_at = values.where(
-        (F.col("out.outcome") == "ok") & F.col("out.offset").isNotNull() & F.col("out.partition").isNotNull()
-    ).select("run_id", F.col("inv.topic").alias("topic"), "out.partition", "out.offset", "value_id")
-    observed = (
-        records.select(*position)
-        .unionByName(h.where(kind.isin("delivery", "drain_read")).select(*position))
-        .unionByName(acked_at)
-        .groupBy("run_id", "topic", "partition", "offset")
-        .agg(
-            F.min("value_id").alias("value_id"),
-            F.max("value_id").alias("last"),
-            F.max(F.col("value_id").isNull()).alias("foreign"),
+    # inconsistent offsets: a position observed holding two or more values (a foreign payload is one)
+    place = ["run_id", "topic", "partition", "offset"]
+    at_place = Window.partitionBy(*place)
+    observed = per_value.where(F.col("pos_topic").isNotNull()).select(
+        "run_id", "value_id", F.col("pos_topic").alias("topic"), F.col("pos_partition").alias("partition"),
+        F.col("pos_offset").alias("offset"),
+    ).unionByName(
+        h.where(kind == "drain_read").select("run_id", "value_id", "topic", "partition", "offset")
+    )  # fmt: skip
+    inconsistent = (
+        observed.distinct()
+        .select(
+            *place,
+            F.count(F.lit(1)).over(at_place).alias("n"),
+            F.min("value_id").over(at_place).alias("value_id"),
         )
-        .where((F.col("value_id") < F.col("last")) | (F.col("foreign") & F.col("value_id").isNotNull()))
+        .where(F.col("n") > 1)
+        .groupBy(*place)
+        .agg(F.first("value_id").alias("value_id"))
+        .select(F.lit("inconsistent_offsets").alias("anomaly"), "run_id", "value_id", *place[1:],
+                F.lit(None).cast("double").alias("ts"))
+    )  # fmt: skip
+    instances = (
+        per_value.where(F.col("instances").isNotNull())
+        .select("run_id", F.inline("instances"))
+        .unionByName(reordered)
+        .unionByName(inconsistent)
     )
-    add("inconsistent_offsets", observed, "value_id", "topic", "partition", "offset", null_ts)
-
-    union = found[0]
-    for df in found[1:]:
-        union = union.unionByName(df)
     per_anomaly = Window.partitionBy("run_id", "anomaly")
     ordered = per_anomaly.orderBy(*(F.col(c).asc_nulls_first() for c in _EXAMPLE_COLUMNS))
-    top = max(options.max_examples, 1)
     examples = (
-        union.withColumn("n", F.count(F.lit(1)).over(per_anomaly))
+        instances.withColumn("n", F.count(F.lit(1)).over(per_anomaly))
         .withColumn("rn", F.row_number().over(ordered))
-        .where(F.col("rn") <= top)
+        .where(F.col("rn") <= max(options.max_examples, 1))
     )
-
-    # --- per run: totals, drain ends, availability; one union of small parts, collected once -----------
     parts = [
         examples.select(F.lit("example").alias("part"), "run_id", "anomaly", "n", "rn", *_EXAMPLE_COLUMNS),
-        h.groupBy("run_id")
-        .agg(F.count_if(kind == "delivery").alias("deliveries"))
-        .withColumn("part", F.lit("run")),
-        values.groupBy("run_id")
-        .agg(
-            F.count(F.lit(1)).alias("sends"),
-            F.count_if("acked").alias("acked"),
-            F.count_if("failed").alias("failed"),
-            F.count_if(~F.col("acked") & ~F.col("failed")).alias("indeterminate"),
-        )
+        per_value.groupBy("run_id")
+        .agg(*(F.sum(c).alias(c) for c in _COUNTS))
         .withColumn("part", F.lit("totals")),
-        records.groupBy("run_id")
-        .agg(F.count(F.lit(1)).alias("log_records"))
-        .withColumn("part", F.lit("log")),
+        h.select("run_id").distinct().withColumn("part", F.lit("run")),
         h.where(kind == "drain_end")
         .groupBy(
             "run_id",
@@ -364,15 +205,327 @@ def spark_audit(
         )
         .agg(F.max_by("outcome", "index").alias("end_outcome"), F.max_by("error", "index").alias("end_error"))
         .withColumn("part", F.lit("end")),
-        *_availability(F, Window, h, keep),
+        *_availability(F, Window, h, windows),
     ]
     union = parts[0]
     for part in parts[1:]:
         union = union.unionByName(part, allowMissingColumns=True)
-    by_part: dict[str, list[Any]] = defaultdict(list)
-    for row in union.collect():
-        by_part[row.part].append(row)
+    return union
 
+
+def _per_value(F: Any, Window: Any, h: DataFrame, log: DataFrame, options: AuditOptions) -> DataFrame:
+    """Step 1 (see the module doc): the rows the per-value pass emits, about one per value.
+
+    Columns: ``run_id``, ``value_id``; the value's counts (``c_*``, on its first row only); an observed
+    position (``pos_*``); a reorder-chain link (``ch_*``, ``producer``, ``key``, ``seq``, ``send_ts``);
+    anomaly ``instances`` decided per value (null when none).
+    """
+    kind = F.col("kind")
+    delivery = kind == "delivery"
+    sends_and_deliveries = h.where(
+        kind.isin("send_invoke", "send_outcome") & F.col("value_id").isNotNull() | delivery
+    ).select(
+        "run_id", "value_id",
+        F.when(delivery, _DELIVERY).otherwise(_SEND).alias("src"),
+        F.when(delivery, F.col("index")).alias("di"),
+        F.when(delivery, F.col("topic")).alias("lt"),
+        F.when(delivery, F.col("partition")).alias("lp"),
+        F.when(delivery, F.col("offset")).alias("lo"),
+        "kind", "index", "ts", "producer", "seq", "key", "topic", "partition", "offset", "outcome",
+    )  # fmt: skip
+    txn_markers = h.where((kind == "txn") & (F.col("action") != "begin")).select(
+        "run_id", F.explode("value_ids").alias("value_id"), F.lit(_SEND).alias("src"),
+        "kind", "index", "outcome", "action",
+    )  # fmt: skip
+    log_records = log.select(
+        "run_id", "value_id", F.lit(_LOG).alias("src"), F.col("topic").alias("lt"),
+        F.col("partition").alias("lp"), F.col("offset").alias("lo"), "isolation",
+    )  # fmt: skip
+    rows = (
+        sends_and_deliveries.unionByName(txn_markers, allowMissingColumns=True)
+        .unionByName(log_records, allowMissingColumns=True)
+        .withColumn("vh", F.xxhash64("run_id", "value_id"))
+    )
+    src = F.col("src")
+    value = Window.partitionBy(*_VALUE_KEY).orderBy(*_VALUE_ORDER)
+    whole = value.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    here = F.struct(F.col("lt").alias("topic"), F.col("lp").alias("partition"), F.col("lo").alias("offset"))
+    is_txn = kind == "txn"
+    ok = F.col("outcome") == "ok"
+    # pass 1 (row-wise): the previous row; log rows of one position (one per isolation level) are adjacent
+    linked = rows.select(
+        "*",
+        F.row_number().over(value).alias("rn"),
+        F.lag("src").over(value).alias("prev_src"),
+        F.lag("di").over(value).alias("prev_di"),
+        F.lag("lt").over(value).alias("prev_lt"),
+        F.lag("lp").over(value).alias("prev_lp"),
+        F.lag("lo").over(value).alias("prev_lo"),
+    )
+    prev_log = F.coalesce(F.col("prev_src") == _LOG, F.lit(False))
+    same_partition = prev_log & (F.col("prev_lt") == F.col("lt")) & (F.col("prev_lp") == F.col("lp"))
+    new_position = (src == _LOG) & ~(same_partition & (F.col("prev_lo") == F.col("lo")))
+    # pass 2 (the whole value; same window, so no new sort): the value's summary
+    v = linked.select(
+        "run_id", "value_id", "src", "di", "lt", "lp", "lo", "ts", "rn", "prev_src", "prev_di",
+        same_partition.alias("same_partition"), new_position.alias("new_position"),
+        F.first(F.when(kind == "send_invoke", F.struct("producer", "seq", "key", "topic", "ts")),
+                ignorenulls=True).over(whole).alias("inv"),
+        F.first(F.when(kind == "send_outcome", F.struct("outcome", "partition", "offset", "ts")),
+                ignorenulls=True).over(whole).alias("out"),
+        F.max(is_txn).over(whole).alias("in_txn"),
+        F.max(is_txn & (F.col("action") == "commit") & ok).over(whole).alias("committed"),
+        F.max(is_txn & (F.col("action") == "abort") & ok).over(whole).alias("aborted"),
+        F.count(F.when(src == _DELIVERY, 1)).over(whole).alias("n_deliveries"),
+        F.min(F.when(src == _DELIVERY, here)).over(whole).alias("delivery_min"),
+        F.count(F.when(new_position, 1)).over(whole).alias("n_pos"),
+        F.min(F.when(src == _LOG, here)).over(whole).alias("first"),
+        F.min(F.when((src == _LOG) & (F.col("isolation") == "read_committed"), here))
+        .over(whole).alias("committed_first"),
+    )  # fmt: skip
+    rebalances = (
+        h.where(kind == "rebalance").groupBy("run_id").agg(F.collect_list("index").alias("rebalances"))
+    )
+    v = v.join(F.broadcast(rebalances), "run_id", "left")
+
+    out = F.col("out")
+    sent = F.col("inv").isNotNull()
+    named = F.col("value_id").isNotNull()
+    send_failed = F.coalesce(out.outcome == "fail", F.lit(False))
+    aborted = F.coalesce(F.col("aborted"), F.lit(False))
+    failed = send_failed | aborted
+    in_txn = F.coalesce(F.col("in_txn"), F.lit(False))
+    acked = F.coalesce(
+        (out.outcome == "ok") & ~aborted & (~in_txn | F.coalesce(F.col("committed"), F.lit(False))),
+        F.lit(False),
+    )
+    send_ts = F.coalesce(out.ts, F.col("inv.ts"))
+    ack_at = F.when(
+        sent & (out.outcome == "ok") & out.offset.isNotNull() & out.partition.isNotNull(),
+        F.struct(F.col("inv.topic").alias("topic"), out.partition.alias("partition"),
+                 out.offset.alias("offset")),
+    )  # fmt: skip
+    first_row = F.col("rn") == 1
+    summary = first_row & sent  # a sent value's first row is one of its send events
+    committed_reads = (
+        F.least("committed_first", "delivery_min")
+        if options.group_isolation == "read_committed"
+        else F.col("committed_first")
+    )
+    bad = F.when(send_failed, F.least("first", "delivery_min")).when(aborted, committed_reads)
+    redelivery = (src == _DELIVERY) & named & (F.col("prev_src") == _DELIVERY)
+    after_rebalance = F.coalesce(
+        F.exists("rebalances", lambda r: (r > F.col("prev_di")) & (r < F.col("di"))), F.lit(False)
+    )
+    lost = summary & (F.col("n_pos") == 0)
+    seen = summary & (F.col("n_pos") > 0)
+    first_at = (F.col("first.topic"), F.col("first.partition"), F.col("first.offset"))
+    row_at = (F.col("lt"), F.col("lp"), F.col("lo"))
+    null_ts = F.lit(None).cast("double")
+    found = [
+        (lost & acked, "lost_acked", (F.col("inv.topic"), out.partition, out.offset), out.ts),
+        (lost & ~acked & ~failed, "lost_indeterminate",
+         (F.col("inv.topic"), out.partition, F.lit(None).cast("long")), send_ts),
+        (seen & ~failed & (F.col("n_deliveries") == 0), "unseen_by_group", first_at, send_ts),
+        (seen & (F.col("n_pos") > 1), "duplicate_in_log", first_at, send_ts),
+        (summary & bad.isNotNull(), "aborted_read", (bad.topic, bad.partition, bad.offset), send_ts),
+        (redelivery & after_rebalance, "duplicate_delivery_after_rebalance", row_at, F.col("ts")),
+        (redelivery & ~after_rebalance, "duplicate_delivery_other", row_at, F.col("ts")),
+        (F.col("new_position") & (~named | ~sent), "unexpected", row_at, null_ts),
+    ]  # fmt: skip
+    any_found = F.lit(False)
+    for cond, *_ in found:
+        any_found = any_found | F.coalesce(cond, F.lit(False))
+
+    def instance(name: str, at: tuple[Any, Any, Any], ts: Any) -> Any:
+        topic, partition, offset = at
+        return F.struct(
+            F.lit(name).alias("anomaly"), F.col("value_id"), topic.alias("topic"),
+            partition.alias("partition"), offset.alias("offset"), ts.alias("ts"),
+        )  # fmt: skip
+
+    instances = F.when(
+        any_found,
+        F.array_compact(F.array(*(F.when(cond, instance(name, at, ts)) for cond, name, at, ts in found))),
+    ).cast(_INSTANCE_TYPE)
+    # the observed position: a sent value's ack on its first row, each delivery and distinct log position
+    # (skipped when equal to the ack's: the same observation)
+    not_ack = ~F.coalesce(here == ack_at, F.lit(False))
+    position = (
+        F.when(summary, ack_at)
+        .when((src == _DELIVERY) & not_ack, here)
+        .when(F.col("new_position") & not_ack, here)
+    )
+    # a chain link per partition the value is in: its first offset there; the first partition's link
+    # rides on the value's first row
+    link = F.when(summary, F.col("first")).when(
+        (src == _LOG) & named & sent & prev_log & ~F.col("same_partition"), here
+    )
+    emitted = v.select(
+        "run_id", "value_id",
+        *(F.when(first_row, c).cast("long").alias(n) for c, n in (
+            (sent, "c_sent"), (sent & acked, "c_acked"), (sent & failed, "c_failed"),
+            (F.col("n_pos"), "c_log"), (F.col("n_deliveries"), "c_deliveries"))),
+        position.topic.alias("pos_topic"), position.partition.alias("pos_partition"),
+        position.offset.alias("pos_offset"),
+        link.topic.alias("ch_topic"), link.partition.alias("ch_partition"), link.offset.alias("ch_offset"),
+        F.col("inv.producer").alias("producer"), F.col("inv.key").alias("key"), F.col("inv.seq").alias("seq"),
+        send_ts.alias("send_ts"),
+        instances.alias("instances"),
+    )  # fmt: skip
+    return emitted.where(
+        first_row
+        | F.col("pos_topic").isNotNull()
+        | F.col("ch_topic").isNotNull()
+        | F.col("instances").isNotNull()
+    )
+
+
+def _fault_windows(F: Any, h: DataFrame) -> DataFrame:
+    """One row per fault inject: ``(run_id, wid, fault, target, start, end)``; ``end`` the first later heal
+    of the same fault and target (null: never healed)."""
+    kind = F.col("kind")
+    faults = h.where(kind == "fault").select("run_id", "index", "action", "fault", "target", "mono")
+    injects = faults.where(F.col("action") == "inject").alias("i")
+    heals = faults.where(F.col("action") == "heal").alias("e")
+    return (
+        injects.join(
+            F.broadcast(heals),
+            (F.col("i.run_id") == F.col("e.run_id"))
+            & (F.col("i.fault") == F.col("e.fault"))
+            & (F.col("i.target") == F.col("e.target"))
+            & (F.col("e.index") > F.col("i.index")),
+            "left",
+        )
+        .groupBy(
+            F.col("i.run_id").alias("run_id"),
+            F.col("i.index").alias("wid"),
+            F.col("i.fault").alias("fault"),
+            F.col("i.target").alias("target"),
+            F.col("i.mono").alias("start"),
+        )
+        .agg(F.min_by(F.col("e.mono"), F.col("e.index")).alias("end"))
+    )
+
+
+def _availability(F: Any, Window: Any, h: DataFrame, windows: DataFrame) -> list[DataFrame]:
+    """Parts (see :func:`spark_audit`): the longest outage per run; the fault windows; per window and phase
+    the ack count and the latencies at the wanted ranks; the first ack / delivery after each heal."""
+    kind = F.col("kind")
+    acks = h.where((kind == "send_outcome") & (F.col("outcome") == "ok")).select(
+        "run_id", "mono", "latency_ms"
+    )
+    send_events = kind.isin("send_invoke", "send_outcome")
+    bounds = (
+        h.where(send_events)
+        .groupBy("run_id")
+        .agg(F.min(F.when(kind == "send_invoke", F.col("mono"))).alias("first"), F.max("mono").alias("last"))
+    )
+    # the longest gap between consecutive distinct points: inside one-second buckets, and from each
+    # non-empty bucket's last point to the next one's first; ties go to the earliest gap
+    points = (
+        acks.select("run_id", "mono")
+        .unionByName(bounds.select("run_id", F.col("first").alias("mono")).where(F.col("mono").isNotNull()))
+        .unionByName(bounds.select("run_id", F.col("last").alias("mono")))
+        .withColumn("b", F.floor(F.col("mono") / _OUTAGE_BUCKET_S))
+    )
+    gap = F.struct(
+        (F.col("mono") - F.col("gap_start")).alias("gap"),
+        (-F.col("gap_start")).alias("neg_start"),
+        "gap_start",
+        F.col("mono").alias("gap_end"),
+    )
+    inside = (
+        points.withColumn("gap_start", F.lag("mono").over(Window.partitionBy("run_id", "b").orderBy("mono")))
+        .where(F.col("mono") > F.col("gap_start"))
+        .groupBy("run_id", "b")
+        .agg(F.max(gap).alias("o"))
+    )
+    across = (
+        points.groupBy("run_id", "b")
+        .agg(F.min("mono").alias("mono"), F.max("mono").alias("last"))
+        .withColumn("gap_start", F.lag("last").over(Window.partitionBy("run_id").orderBy("b")))
+        .where(F.col("gap_start").isNotNull())
+        .select("run_id", "b", gap.alias("o"))
+    )
+    outage = (
+        inside.unionByName(across)
+        .groupBy("run_id")
+        .agg(F.max("o").alias("o"))
+        .select(
+            F.lit("outage").alias("part"),
+            "run_id",
+            F.col("o.gap").alias("gap"),
+            F.col("o.gap_start").alias("gap_start"),
+            F.col("o.gap_end").alias("gap_end"),
+        )
+    )
+
+    # nearest-rank percentiles per (window, phase): count acks per log-scaled latency bucket, find the
+    # bucket holding each wanted rank, sort only that bucket's latencies
+    latency = F.col("latency_ms")
+    phase = (
+        F.when(F.col("mono") < F.col("start"), "before")
+        .when(F.col("end").isNull() | (F.col("mono") <= F.col("end")), "during")
+        .otherwise("after")
+    )
+    bucket = F.when(
+        latency > 0, F.floor(F.log2(latency) * _BUCKETS_PER_OCTAVE)
+    ).otherwise(F.lit(_LOWEST_BUCKET)).cast("long")  # fmt: skip
+    phased = (
+        acks.where(latency.isNotNull())
+        .join(F.broadcast(windows.select("run_id", "wid", "start", "end")), "run_id")
+        .select("run_id", "wid", "latency_ms", phase.alias("phase"), bucket.alias("b"))
+    )
+    in_phase = ["run_id", "wid", "phase"]
+    upto = (
+        Window.partitionBy(*in_phase).orderBy("b").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    histogram = (
+        phased.groupBy(*in_phase, "b")
+        .agg(F.count(F.lit(1)).alias("k"))
+        .withColumn("cum", F.sum("k").over(upto))
+        .withColumn("n", F.sum("k").over(Window.partitionBy(*in_phase)))
+    )
+    wanted = histogram.crossJoin(
+        F.broadcast(h.sparkSession.createDataFrame([(p,) for p in PERCENTILES], "p int"))
+    ).withColumn("rank", F.expr("greatest(1, (n * p + 99) div 100)"))
+    targets = wanted.where(
+        (F.col("cum") - F.col("k") < F.col("rank")) & (F.col("rank") <= F.col("cum"))
+    ).select(*in_phase, "b", "p", "n", (F.col("rank") - F.col("cum") + F.col("k")).alias("local"))
+    stats = (
+        phased.join(F.broadcast(targets), [*in_phase, "b"])
+        .withColumn("rn", F.row_number().over(Window.partitionBy(*in_phase, "p").orderBy("latency_ms")))
+        .where(F.col("rn") == F.col("local"))
+        .select(F.lit("stat").alias("part"), *in_phase, "p", "n", "latency_ms")
+    )
+    # the first ack / delivery strictly after each heal
+    healed = F.broadcast(windows.where(F.col("end").isNotNull()).select("run_id", "wid", "end"))
+    after = F.col("mono") > F.col("end")
+    resumed = (
+        acks.select("run_id", "mono", F.lit(True).alias("is_ack"))
+        .unionByName(h.where(kind == "delivery").select("run_id", "mono", F.lit(False).alias("is_ack")))
+        .join(healed, "run_id")
+        .where(after)
+        .groupBy("run_id", "wid")
+        .agg(
+            (F.min(F.when(F.col("is_ack"), F.col("mono"))) - F.first("end")).alias("to_ack"),
+            (F.min(F.when(~F.col("is_ack"), F.col("mono"))) - F.first("end")).alias("to_delivery"),
+        )
+        .withColumn("part", F.lit("resume"))
+    )
+    return [
+        outage,
+        windows.select(F.lit("window").alias("part"), "run_id", "wid", "fault", "target", "start", "end"),
+        stats,
+        resumed,
+    ]
+
+
+def _facts(
+    by_part: dict[str, list[Any]], options: AuditOptions, *, log_missing: bool
+) -> dict[str, AuditFacts]:
+    """The collected parts as one :class:`AuditFacts` per run."""
     runs = sorted(r.run_id for r in by_part["run"])
     counts: dict[tuple[str, str], int] = {}
     found_examples: dict[tuple[str, str], list[Example]] = defaultdict(list)
@@ -382,9 +535,7 @@ def spark_audit(
             found_examples[(e.run_id, e.anomaly)].append(
                 Example(e.value_id, e.topic, e.partition, e.offset, e.ts)
             )
-    deliveries_of = {r.run_id: r.deliveries for r in by_part["run"]}
     totals_of = {r.run_id: r for r in by_part["totals"]}
-    log_records_of = {r.run_id: r.log_records for r in by_part["log"]}
     problems: dict[str, set[str]] = {run: set() for run in runs}
     drained: set[str] = set()
     for e in by_part["end"]:
@@ -401,15 +552,18 @@ def spark_audit(
             for name in ANOMALIES
         )
         t = totals_of.get(run)
+        sends = t.c_sent if t else 0
+        acked = t.c_acked if t else 0
+        failed = t.c_failed if t else 0
         totals = Totals(
-            t.sends if t else 0,
-            t.acked if t else 0,
-            t.failed if t else 0,
-            t.indeterminate if t else 0,
-            log_records_of.get(run, 0),
-            deliveries_of[run],
+            sends,
+            acked,
+            failed,
+            sends - acked - failed,
+            t.c_log if t else 0,
+            t.c_deliveries if t else 0,
         )
-        if t is None:
+        if not sends:
             problems[run].add("history has no send_invoke events")
         if log_missing:
             problems[run].add("topic contents unavailable")
@@ -422,138 +576,16 @@ def spark_audit(
             totals,
             tuple(sorted(problems[run])),
         )
-    for df in cached:
-        df.unpersist()
     return result
-
-
-def _availability(
-    F: Any, Window: Any, h: DataFrame, keep: Callable[[DataFrame], DataFrame]
-) -> list[DataFrame]:
-    """Parts (see :func:`spark_audit`): the longest outage per run; the fault windows; per window the
-    latency ranks the percentiles need and the first ack / delivery after the heal."""
-    kind = F.col("kind")
-    acks = h.where((kind == "send_outcome") & (F.col("outcome") == "ok")).select(
-        "run_id", "mono", "latency_ms"
-    )
-    send_events = kind.isin("send_invoke", "send_outcome")
-    bounds = (
-        h.where(send_events)
-        .groupBy("run_id")
-        .agg(F.min(F.when(kind == "send_invoke", F.col("mono"))).alias("first"), F.max("mono").alias("last"))
-    )
-    # consecutive distinct points: a zero gap is a repeated point; ties go to the earliest gap
-    outage = (
-        acks.select("run_id", "mono")
-        .unionByName(bounds.select("run_id", F.col("first").alias("mono")).where(F.col("mono").isNotNull()))
-        .unionByName(bounds.select("run_id", F.col("last").alias("mono")))
-        .withColumn("gap_start", F.lag("mono").over(Window.partitionBy("run_id").orderBy("mono")))
-        .withColumn("gap", F.col("mono") - F.col("gap_start"))
-        .where(F.col("gap") > 0)
-        .groupBy("run_id")
-        .agg(F.max(F.struct("gap", (-F.col("gap_start")).alias("neg_start"), "gap_start", "mono")).alias("o"))
-        .select(
-            F.lit("outage").alias("part"),
-            "run_id",
-            F.col("o.gap").alias("gap"),
-            F.col("o.gap_start").alias("gap_start"),
-            F.col("o.mono").alias("gap_end"),
-        )
-    )
-
-    faults = h.where(kind == "fault").select("run_id", "index", "action", "fault", "target", "mono")
-    injects = faults.where(F.col("action") == "inject").alias("i")
-    heals = faults.where(F.col("action") == "heal").alias("e")
-    windows = keep(
-        injects.join(
-            heals,
-            (F.col("i.run_id") == F.col("e.run_id"))
-            & (F.col("i.fault") == F.col("e.fault"))
-            & (F.col("i.target") == F.col("e.target"))
-            & (F.col("e.index") > F.col("i.index")),
-            "left",
-        )
-        .groupBy(
-            F.col("i.run_id").alias("run_id"),
-            F.col("i.index").alias("wid"),
-            F.col("i.fault").alias("fault"),
-            F.col("i.target").alias("target"),
-            F.col("i.mono").alias("start"),
-        )
-        .agg(F.min_by(F.col("e.mono"), F.col("e.index")).alias("end"))
-    )
-    # acks (phase by their mono) and deliveries, per window: one shuffle by (run_id, wid)
-    phase = (
-        F.when(F.col("is_delivery"), "delivery")
-        .when(F.col("latency_ms").isNull(), "none")
-        .when(F.col("mono") < F.col("start"), "before")
-        .when(F.col("end").isNull() | (F.col("mono") <= F.col("end")), "during")
-        .otherwise("after")
-    )
-    phased = (
-        acks.withColumn("is_delivery", F.lit(False))
-        .unionByName(
-            h.where(kind == "delivery").select(
-                "run_id",
-                "mono",
-                F.lit(None).cast("double").alias("latency_ms"),
-                F.lit(True).alias("is_delivery"),
-            )
-        )
-        .join(F.broadcast(windows.select("run_id", "wid", "start", "end")), "run_id")
-        .select("run_id", "wid", "mono", "latency_ms", "end", phase.alias("phase"))
-        .repartition("run_id", "wid")
-    )
-    by_window = Window.partitionBy("run_id", "wid")
-    by_phase = Window.partitionBy("run_id", "wid", "phase")
-    after_heal = F.col("end").isNotNull() & (F.col("mono") > F.col("end"))
-    is_ack = F.col("phase") != "delivery"
-    is_stat = F.col("phase").isin("before", "during", "after")
-    wanted = F.lit(False)
-    for p in PERCENTILES:
-        wanted = wanted | (F.col("rank") == F.expr(f"greatest(1, (n * {p} + 99) div 100)"))
-    stats = (
-        phased.withColumn(
-            "to_ack", F.min(F.when(is_ack & after_heal, F.col("mono"))).over(by_window) - F.col("end")
-        )
-        .withColumn(
-            "to_delivery", F.min(F.when(~is_ack & after_heal, F.col("mono"))).over(by_window) - F.col("end")
-        )
-        .withColumn("n", F.count(F.lit(1)).over(by_phase))
-        .withColumn("rank", F.row_number().over(by_phase.orderBy("latency_ms")))
-        .withColumn("row", F.row_number().over(by_window.orderBy("phase", "mono")))
-        .where((is_stat & wanted) | (F.col("row") == 1))
-        .select(
-            F.lit("stat").alias("part"),
-            "run_id",
-            "wid",
-            "phase",
-            "n",
-            "rank",
-            "latency_ms",
-            "to_ack",
-            "to_delivery",
-        )
-    )
-    return [
-        outage,
-        windows.select(F.lit("window").alias("part"), "run_id", "wid", "fault", "target", "start", "end"),
-        stats,
-    ]
 
 
 def _availability_of(by_part: dict[str, list[Any]]) -> dict[str, Availability]:
     stats: dict[tuple[str, int, str], dict[str, Any]] = defaultdict(dict)
-    resume: dict[tuple[str, int], tuple[float | None, float | None]] = {}
     for r in by_part["stat"]:
-        resume[(r.run_id, r.wid)] = (r.to_ack, r.to_delivery)
-        if r.phase not in ("before", "during", "after"):
-            continue
         entry = stats[(r.run_id, r.wid, r.phase)]
         entry["n"] = r.n
-        for p in PERCENTILES:
-            if r.rank == max(1, (p * r.n + 99) // 100):
-                entry[f"p{p}"] = r.latency_ms
+        entry[f"p{r.p}"] = r.latency_ms
+    resume = {(r.run_id, r.wid): (r.to_ack, r.to_delivery) for r in by_part["resume"]}
 
     def phase(run: str, wid: int, name: str) -> LatencyStats:
         entry = stats.get((run, wid, name), {})
