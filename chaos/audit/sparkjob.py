@@ -143,11 +143,12 @@ def _parts(
     """The union of every small per-run part the driver collects (column ``part`` names each)."""
     kind = F.col("kind")
     # reordering: per (producer, key, topic, partition), values by their first offset there
-    chain = Window.partitionBy("run_id", "producer", "key", "ch_topic", "ch_partition").orderBy(
-        "ch_offset", "seq", "value_id"
-    )
+    # each window leads with a hash of its partition key: the sort then compares longs, not strings
+    link = ("run_id", "producer", "key", "ch_topic", "ch_partition")
+    chain = Window.partitionBy("chain", *link).orderBy("ch_offset", "seq", "value_id")
     reordered = (
         per_value.where(F.col("ch_topic").isNotNull())
+        .withColumn("chain", F.xxhash64(*link))
         .select("run_id", "value_id", "producer", "key", "ch_topic", "ch_partition", "ch_offset", "seq",
                 "send_ts", F.lag("seq").over(chain).alias("prev_seq"))
         .where(F.col("seq") < F.col("prev_seq"))
@@ -156,7 +157,7 @@ def _parts(
                 F.col("send_ts").alias("ts"))
     )  # fmt: skip
     # inconsistent offsets: a position observed holding two or more values (a foreign payload is one)
-    place = ["run_id", "topic", "partition", "offset"]
+    place = ["place", "run_id", "topic", "partition", "offset"]
     at_place = Window.partitionBy(*place)
     observed = per_value.where(F.col("pos_topic").isNotNull()).select(
         "run_id", "value_id", F.col("pos_topic").alias("topic"), F.col("pos_partition").alias("partition"),
@@ -165,7 +166,9 @@ def _parts(
         h.where(kind == "drain_read").select("run_id", "value_id", "topic", "partition", "offset")
     )  # fmt: skip
     inconsistent = (
-        observed.distinct()
+        observed.withColumn("place", F.xxhash64(*place[1:]))
+        .repartition("place")  # one shuffle for both the distinct and the window
+        .distinct()
         .select(
             *place,
             F.count(F.lit(1)).over(at_place).alias("n"),
@@ -174,7 +177,7 @@ def _parts(
         .where(F.col("n") > 1)
         .groupBy(*place)
         .agg(F.first("value_id").alias("value_id"))
-        .select(F.lit("inconsistent_offsets").alias("anomaly"), "run_id", "value_id", *place[1:],
+        .select(F.lit("inconsistent_offsets").alias("anomaly"), "run_id", "value_id", *place[2:],
                 F.lit(None).cast("double").alias("ts"))
     )  # fmt: skip
     instances = (
@@ -231,7 +234,10 @@ def _per_value(F: Any, Window: Any, h: DataFrame, log: DataFrame, options: Audit
         F.when(delivery, F.col("topic")).alias("lt"),
         F.when(delivery, F.col("partition")).alias("lp"),
         F.when(delivery, F.col("offset")).alias("lo"),
-        "kind", "index", "ts", "producer", "seq", "key", "topic", "partition", "offset", "outcome",
+        "ts",
+        # a delivery's own fields are in di/lt/lp/lo: do not shuffle them twice
+        *(F.when(~delivery, F.col(c)).alias(c)
+          for c in ("kind", "index", "producer", "seq", "key", "topic", "partition", "offset", "outcome")),
     )  # fmt: skip
     txn_markers = h.where((kind == "txn") & (F.col("action") != "begin")).select(
         "run_id", F.explode("value_ids").alias("value_id"), F.lit(_SEND).alias("src"),
