@@ -8,16 +8,21 @@ of generated runs in one job; a real audit has one):
 - ``log``: the topic's real contents, columns :data:`LOG_COLUMNS` (see :mod:`chaos.audit.source`), or
   ``None`` when the topic could not be read.
 
-How it runs — one Spark action, no Python UDFs:
+How it runs — three Spark actions, no Python UDFs:
 
-1. **Per value** (:func:`_per_value`). The history's value events (invokes, outcomes, transaction
-   markers, deliveries) and the log records are shuffled once by a hash of ``(run_id, value_id)`` and sorted
-   by it (a long: the sort compares prefixes, not strings), then by source and position. Two window passes
-   over each value (the sort already fits both) give every row its predecessor and the value's summary:
-   first invoke and outcome, transaction status, deliveries, distinct log positions. Each row then emits
-   only what it adds — the value's counts and per-value anomaly instances (lost, unseen, duplicated,
-   aborted reads, duplicate deliveries, unexpected records) on its first row, an observed position, a
-   reorder-chain link — so a clean value leaves **one row**. That table is persisted.
+1. **Per value** (:func:`_per_value`). First a hash aggregate per ``(run_id, value_id)`` over the
+   history's value events and the log records — fixed-width counters and minima/maxima only, so Spark
+   combines rows before the shuffle and never sorts — finds the **clean** values: one invoke, one ``ok``
+   outcome with its position, no transaction marker, one delivery, log records only at that position.
+   Their one output row comes from that summary and their invoke (:func:`_clean_values`). Only the rows of
+   the other values (none in a clean run; a count decides, so there is nothing to scan when there are none)
+   take the general path, :func:`_traced`: shuffled by a hash of ``(run_id, value_id)`` and sorted by it (a
+   long: the sort compares prefixes, not strings), then by source and position; two window passes over
+   each value give every row its predecessor and the value's summary (first invoke and outcome,
+   transaction status, deliveries, distinct log positions); each row then emits only what it adds — the
+   value's counts and per-value anomaly instances (lost, unseen, duplicated, aborted reads, duplicate
+   deliveries, unexpected records) on its first row, an observed position, a reorder-chain link. Both
+   paths give a clean value the same single row. That table is persisted and materialised (a count).
 2. **Per check** (:func:`_parts`). The reorder chains (window by producer, key and partition) and the
    observed positions (inconsistent offsets) each shuffle only their rows; totals are summed with map-side
    partial aggregation; instances are counted and the first N kept per anomaly.
@@ -33,6 +38,7 @@ driver, in one ``collect``.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from chaos.audit.model import (
@@ -103,6 +109,8 @@ _COUNTS: Final = ("c_sent", "c_acked", "c_failed", "c_log", "c_deliveries")
 _BUCKETS_PER_OCTAVE: Final = 64
 _LOWEST_BUCKET: Final = -(1 << 40)
 _OUTAGE_BUCKET_S: Final = 1.0
+# up to this many values that are not clean, their keys are broadcast to pick their rows out
+_BROADCAST_KEYS: Final = 500_000
 
 
 def spark_audit(
@@ -124,16 +132,25 @@ def spark_audit(
         )
     log = log.select(*LOG_COLUMNS)
 
-    # persisted (about one row per value): four consumers read it, each shuffling only what it needs
-    per_value = _per_value(F, Window, h, log, options).persist(StorageLevel.MEMORY_AND_DISK)
-    windows = _fault_windows(F, h).persist(StorageLevel.MEMORY_AND_DISK)  # small; read by three parts
+    held: list[DataFrame] = []  # persisted frames, released at the end whatever happens
+
+    def hold(df: DataFrame) -> DataFrame:
+        held.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return df
+
     try:
+        # about one row per value; four consumers read it, each shuffling only what it needs
+        per_value = hold(_per_value(F, Window, h, log, options, hold, fast_path=not log_missing))
+        per_value.count()  # materialised now, so the summary it was built from can go
+        for df in held[:-1]:
+            df.unpersist()
+        windows = hold(_fault_windows(F, h))  # small; read by three parts
         by_part: dict[str, list[Any]] = defaultdict(list)
         for row in _parts(F, Window, h, per_value, windows, options).collect():
             by_part[row.part].append(row)
     finally:
-        per_value.unpersist()
-        windows.unpersist()
+        for df in held:
+            df.unpersist()
     return _facts(by_part, options, log_missing=log_missing)
 
 
@@ -216,13 +233,49 @@ def _parts(
     return union
 
 
-def _per_value(F: Any, Window: Any, h: DataFrame, log: DataFrame, options: AuditOptions) -> DataFrame:
+def _per_value(
+    F: Any,
+    Window: Any,
+    h: DataFrame,
+    log: DataFrame,
+    options: AuditOptions,
+    hold: Callable[[DataFrame], DataFrame],
+    *,
+    fast_path: bool = True,
+) -> DataFrame:
     """Step 1 (see the module doc): the rows the per-value pass emits, about one per value.
 
     Columns: ``run_id``, ``value_id``; the value's counts (``c_*``, on its first row only); an observed
     position (``pos_*``); a reorder-chain link (``ch_*``, ``producer``, ``key``, ``seq``, ``send_ts``);
     anomaly ``instances`` decided per value (null when none).
+
+    ``fast_path``: values whose events are those of one clean send (:func:`_clean_values`) skip the sort;
+    only the rows of the others go through :func:`_traced` — none at all when every value is clean. Both
+    give a clean value the same single row. The value summary is persisted through ``hold``.
     """
+    rows = _value_rows(F, h, log)
+    if not fast_path:
+        return _traced(F, Window, h, rows, options)
+    summary = hold(_value_summary(F, h, log, rows))
+    clean = _clean_values(F, h, summary)
+    other = summary.where(~F.col("clean")).select(
+        F.col("run_id").alias("o_run"), F.col("value_id").alias("o_id")
+    )
+    n_other = other.count()
+    if n_other == 0:
+        return clean
+    others = rows.join(
+        F.broadcast(other) if n_other <= _BROADCAST_KEYS else other,
+        (F.col("run_id") == F.col("o_run")) & F.col("value_id").eqNullSafe(F.col("o_id")),
+        "left_semi",
+    )
+    return clean.unionByName(_traced(F, Window, h, others, options))
+
+
+def _value_rows(F: Any, h: DataFrame, log: DataFrame) -> DataFrame:
+    """Every row that belongs to a value: send events, transaction markers (one per value they name),
+    deliveries and log records; ``src`` says which, ``di``/``lt``/``lp``/``lo`` hold a delivery's or log
+    record's index and position."""
     kind = F.col("kind")
     delivery = kind == "delivery"
     sends_and_deliveries = h.where(
@@ -247,11 +300,98 @@ def _per_value(F: Any, Window: Any, h: DataFrame, log: DataFrame, options: Audit
         "run_id", "value_id", F.lit(_LOG).alias("src"), F.col("topic").alias("lt"),
         F.col("partition").alias("lp"), F.col("offset").alias("lo"), "isolation",
     )  # fmt: skip
-    rows = (
-        sends_and_deliveries.unionByName(txn_markers, allowMissingColumns=True)
-        .unionByName(log_records, allowMissingColumns=True)
-        .withColumn("vh", F.xxhash64("run_id", "value_id"))
+    return sends_and_deliveries.unionByName(txn_markers, allowMissingColumns=True).unionByName(
+        log_records, allowMissingColumns=True
     )
+
+
+def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> DataFrame:
+    """Per ``(run_id, value_id)``: whether the value is *clean* — one invoke, one ``ok`` outcome with its
+    position, no transaction marker, one delivery, log records only at that position — and, for clean
+    values, the numbers its row needs (``partition``, ``offset``, ``seq``, ``send_ts``).
+
+    Only fixed-width aggregates, so Spark hash-aggregates (partially, before the shuffle) instead of
+    sorting. Topics are compared through a 64-bit hash; a run where two of its topics share a hash has no
+    clean values, so the comparison stays exact.
+    """
+    kind, src = F.col("kind"), F.col("src")
+    invoke, outcome = kind == "send_invoke", kind == "send_outcome"
+    positioned = outcome | (src != _SEND)  # rows that carry a partition and offset
+    topic_hash = _topic_hash(F, F.when(invoke, F.col("topic")).when(src != _SEND, F.col("lt")))
+    narrow = rows.select(
+        "run_id", "value_id",
+        invoke.cast("int").alias("n_inv"),
+        outcome.cast("int").alias("n_out"),
+        (outcome & (F.col("outcome") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull())
+        .cast("int").alias("n_ok"),
+        (kind == "txn").cast("int").alias("n_txn"),
+        (src == _DELIVERY).cast("int").alias("n_dl"),
+        (src == _LOG).cast("int").alias("n_log"),
+        F.when(positioned, F.coalesce("lp", "partition")).alias("p"),
+        F.when(positioned, F.coalesce("lo", "offset")).alias("o"),
+        F.when(invoke | (src != _SEND), topic_hash).alias("th"),
+        F.when(invoke, F.col("seq")).alias("seq"),
+        F.when(outcome, F.col("ts")).alias("out_ts"),
+    )  # fmt: skip
+    collided = (
+        h.where(kind.isin("send_invoke", "delivery"))
+        .select("run_id", F.col("topic").alias("t"))
+        .unionByName(log.select("run_id", F.col("topic").alias("t")))
+        .distinct()
+        .where(F.col("t").isNotNull())
+        .groupBy("run_id", _topic_hash(F, F.col("t")).alias("th"))
+        .count()
+        .where(F.col("count") > 1)
+        .select("run_id", F.lit(True).alias("collided"))
+        .distinct()
+    )
+    summary = narrow.groupBy("run_id", "value_id").agg(
+        *(F.sum(c).alias(c) for c in ("n_inv", "n_out", "n_ok", "n_txn", "n_dl", "n_log")),
+        *(f(c).alias(f"{f.__name__}_{c}") for c in ("p", "o", "th") for f in (F.min, F.max)),
+        F.min("seq").alias("seq"),
+        F.min("out_ts").alias("send_ts"),
+    )
+    one = F.lit(1)
+    clean = (
+        F.col("value_id").isNotNull()
+        & (F.col("n_inv") == one) & (F.col("n_out") == one) & (F.col("n_ok") == one)
+        & (F.col("n_txn") == 0) & (F.col("n_dl") == one) & (F.col("n_log") >= one)
+        & (F.col("min_p") == F.col("max_p")) & (F.col("min_o") == F.col("max_o"))
+        & (F.col("min_th") == F.col("max_th")) & F.col("collided").isNull()
+    )  # fmt: skip
+    return summary.join(F.broadcast(collided), "run_id", "left").select(
+        "run_id", "value_id", F.coalesce(clean, F.lit(False)).alias("clean"),
+        F.col("min_p").cast("int").alias("partition"), F.col("min_o").alias("offset"), "seq", "send_ts",
+    )  # fmt: skip
+
+
+def _topic_hash(F: Any, topic: Any) -> Any:
+    return F.xxhash64(topic)
+
+
+def _clean_values(F: Any, h: DataFrame, summary: DataFrame) -> DataFrame:
+    """The one row :func:`_traced` emits for a clean value, built from its summary and its invoke (whose
+    strings a hash aggregate cannot carry): counts 1/1/0/1/1, the ack as observed position and chain link."""
+    invokes = h.where((F.col("kind") == "send_invoke") & F.col("value_id").isNotNull()).select(
+        "run_id", "value_id", "topic", "producer", "key"
+    )
+    clean = summary.where(F.col("clean")).join(invokes.hint("shuffle_hash"), ["run_id", "value_id"])
+    return clean.select(
+        "run_id", "value_id",
+        *(F.lit(n).cast("long").alias(c) for c, n in zip(_COUNTS, (1, 1, 0, 1, 1), strict=True)),
+        F.col("topic").alias("pos_topic"), F.col("partition").alias("pos_partition"),
+        F.col("offset").alias("pos_offset"),
+        F.col("topic").alias("ch_topic"), F.col("partition").alias("ch_partition"),
+        F.col("offset").alias("ch_offset"),
+        "producer", "key", "seq", "send_ts",
+        F.lit(None).cast(_INSTANCE_TYPE).alias("instances"),
+    )  # fmt: skip
+
+
+def _traced(F: Any, Window: Any, h: DataFrame, rows: DataFrame, options: AuditOptions) -> DataFrame:
+    """The general per-value pass: rows sorted per value, two window passes, what each row adds."""
+    kind = F.col("kind")
+    rows = rows.withColumn("vh", F.xxhash64("run_id", "value_id"))
     src = F.col("src")
     value = Window.partitionBy(*_VALUE_KEY).orderBy(*_VALUE_ORDER)
     whole = value.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -32,3 +32,20 @@ def audit_spark() -> Iterator[Any]:
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
     spark.stop()
+
+
+@pytest.fixture
+def clean_value_ids() -> Callable[[Any, Any], set[str]]:
+    """``(history, log) -> value ids`` the Spark job takes its fast path for (one clean send, delivered,
+    in the log at its ack position); the audit tests use it to show both per-value paths ran."""
+
+    def clean(history: Any, log: Any) -> set[str]:
+        from pyspark.sql import functions as F
+
+        from chaos.audit import sparkjob
+
+        h, lg = history.select(*sparkjob.HISTORY_COLUMNS), log.select(*sparkjob.LOG_COLUMNS)
+        summary = sparkjob._value_summary(F, h, lg, sparkjob._value_rows(F, h, lg))
+        return {r.value_id for r in summary.where("clean").collect()}
+
+    return clean

@@ -452,7 +452,9 @@ def test_planted_kinds_cover_every_anomaly() -> None:
 
 
 @pytest.mark.parametrize("max_examples", [2])
-def test_spark_agrees_with_reference_on_many_runs_in_one_job(audit_spark: Any, max_examples: int) -> None:
+def test_spark_agrees_with_reference_on_many_runs_in_one_job(
+    audit_spark: Any, clean_value_ids: Any, max_examples: int
+) -> None:
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
     from chaos.audit.sparkjob import spark_audit
@@ -470,8 +472,12 @@ def test_spark_agrees_with_reference_on_many_runs_in_one_job(audit_spark: Any, m
     options = AuditOptions(max_examples=max_examples)
     history = pa.concat_tables([history_table(case.events) for _, case in cases])
     log = pa.concat_tables([log_table(case.log, run_id) for run_id, case in cases])
-    got = spark_audit(audit_spark.createDataFrame(history), audit_spark.createDataFrame(log), options)
+    history_df, log_df = audit_spark.createDataFrame(history), audit_spark.createDataFrame(log)
+    got = spark_audit(history_df, log_df, options)
     assert sorted(got) == sorted(run_id for run_id, _ in cases)
+    # both of the job's per-value paths are exercised: the clean values' fast path and the general one
+    sent = sum(isinstance(e, SendInvoke) for _, case in cases for e in case.events)
+    assert 0 < len(clean_value_ids(history_df, log_df)) < sent
     mismatches = []
     for run_id, case in cases:
         want = reference_audit(case.events, case.log, options, run_id=run_id)

@@ -346,3 +346,25 @@ def test_cli_audit_of_a_dir_without_history_is_unknown(tmp_path: Path) -> None:
     assert result.exit_code == 3, result.output
     assert json.loads((tmp_path / "audit.json").read_text())["verdict"] == "unknown"
     assert log_from_drain([]) == []
+
+
+def test_spark_fast_path_only_takes_clean_values_and_steps_aside_on_topic_hash_collisions(
+    audit_spark: Any, clean_value_ids: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark.sql import functions as F
+
+    from chaos.audit import sparkjob
+    from chaos.audit.sparkjob import spark_audit
+
+    events, log = _availability_run("c")
+    log.append(LogRecord("u", 0, 0, None, "read_uncommitted"))  # a second topic, holding a foreign record
+    history = audit_spark.createDataFrame(history_table(events))
+    topic = audit_spark.createDataFrame(log_table(log, "c"))
+    want = reference_audit(events, log, run_id="c")
+    # seq 0 is the only value delivered; the others are unseen or lost, so they take the general path
+    assert clean_value_ids(history, topic) == {value_id_for("c", "p", 0)}
+    assert spark_audit(history, topic) == {"c": want}
+    # topics "t" and "u" sharing a hash: no value of the run is judged clean by comparing hashes
+    monkeypatch.setattr(sparkjob, "_topic_hash", lambda _F, _topic: F.lit(7))
+    assert clean_value_ids(history, topic) == set()
+    assert spark_audit(history, topic) == {"c": want}
