@@ -175,25 +175,28 @@ def _parts(
     )  # fmt: skip
     # inconsistent offsets: a position observed holding two or more values (a foreign payload is one)
     place = ["place", "run_id", "topic", "partition", "offset"]
-    at_place = Window.partitionBy(*place)
     observed = per_value.where(F.col("pos_topic").isNotNull()).select(
         "run_id", "value_id", F.col("pos_topic").alias("topic"), F.col("pos_partition").alias("partition"),
         F.col("pos_offset").alias("offset"),
     ).unionByName(
         h.where(kind == "drain_read").select("run_id", "value_id", "topic", "partition", "offset")
     )  # fmt: skip
-    inconsistent = (
-        observed.withColumn("place", F.xxhash64(*place[1:]))
-        .repartition("place")  # one shuffle for both the distinct and the window
+    # positions holding two or more distinct values: one shuffle, hash aggregates only (a window here
+    # pays per position); the few such positions then pick their smallest value id out of a second,
+    # map-side pass over the observations
+    observed = observed.withColumn("place", F.xxhash64(*place[1:]))
+    shared = (
+        observed.repartition("place")  # the distinct and the count share this shuffle
         .distinct()
-        .select(
-            *place,
-            F.count(F.lit(1)).over(at_place).alias("n"),
-            F.min("value_id").over(at_place).alias("value_id"),
-        )
-        .where(F.col("n") > 1)
         .groupBy(*place)
-        .agg(F.first("value_id").alias("value_id"))
+        .agg(F.count(F.lit(1)).alias("n"))
+        .where(F.col("n") > 1)
+        .drop("n")
+    )
+    inconsistent = (
+        observed.join(F.broadcast(shared), place)
+        .groupBy(*place)
+        .agg(F.min("value_id").alias("value_id"))
         .select(F.lit("inconsistent_offsets").alias("anomaly"), "run_id", "value_id", *place[2:],
                 F.lit(None).cast("double").alias("ts"))
     )  # fmt: skip
