@@ -34,4 +34,4 @@ clean: setup
 
 ## Audit benchmark: Spark vs the pure-Python reference on synthetic runs (slow: see docs/audit.md).
 bench: provision
-	$(BIN)/python benchmarks/audit_bench.py --records 1000000 --records 3000000 --records 10000000 --timeout 3600 --memory-limit-mb 12000
+	$(BIN)/python benchmarks/audit_bench.py --records 1000000 --records 3000000 --records 5000000 --records 10000000 --timeout 3600 --memory-limit-mb 19000

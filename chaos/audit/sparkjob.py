@@ -109,6 +109,8 @@ _COUNTS: Final = ("c_sent", "c_acked", "c_failed", "c_log", "c_deliveries")
 _BUCKETS_PER_OCTAVE: Final = 64
 _LOWEST_BUCKET: Final = -(1 << 40)
 _OUTAGE_BUCKET_S: Final = 1.0
+# the history's few events that several parts read: one scan, kept in memory
+_CONTROL_KINDS: Final = ("rebalance", "fault", "drain_end", "txn")
 # up to this many values that are not clean, their keys are broadcast to pick their rows out
 _BROADCAST_KEYS: Final = 500_000
 
@@ -139,14 +141,21 @@ def spark_audit(
         return df
 
     try:
+        # each is one scan of the history, then read from memory by several parts
+        control = hold(h.where(F.col("kind").isin(*_CONTROL_KINDS)))  # few rows
+        acks = hold(
+            h.where((F.col("kind") == "send_outcome") & (F.col("outcome") == "ok")).select(
+                "run_id", "mono", "latency_ms"
+            )
+        )
         # about one row per value; four consumers read it, each shuffling only what it needs
-        per_value = hold(_per_value(F, Window, h, log, options, hold, fast_path=not log_missing))
-        per_value.count()  # materialised now, so the summary it was built from can go
-        for df in held[:-1]:
+        per_value, scratch = _per_value(F, Window, h, control, log, options, hold, fast_path=not log_missing)
+        hold(per_value).count()  # materialised now, so what it was built from can go
+        for df in scratch:
             df.unpersist()
-        windows = hold(_fault_windows(F, h))  # small; read by three parts
+        windows = hold(_fault_windows(F, control))  # small; read by three parts
         by_part: dict[str, list[Any]] = defaultdict(list)
-        for row in _parts(F, Window, h, per_value, windows, options).collect():
+        for row in _parts(F, Window, h, control, acks, per_value, windows, options).collect():
             by_part[row.part].append(row)
     finally:
         for df in held:
@@ -155,7 +164,14 @@ def spark_audit(
 
 
 def _parts(
-    F: Any, Window: Any, h: DataFrame, per_value: DataFrame, windows: DataFrame, options: AuditOptions
+    F: Any,
+    Window: Any,
+    h: DataFrame,
+    control: DataFrame,
+    acks: DataFrame,
+    per_value: DataFrame,
+    windows: DataFrame,
+    options: AuditOptions,
 ) -> DataFrame:
     """The union of every small per-run part the driver collects (column ``part`` names each)."""
     kind = F.col("kind")
@@ -219,7 +235,7 @@ def _parts(
         .agg(*(F.sum(c).alias(c) for c in _COUNTS))
         .withColumn("part", F.lit("totals")),
         h.select("run_id").distinct().withColumn("part", F.lit("run")),
-        h.where(kind == "drain_end")
+        control.where(kind == "drain_end")
         .groupBy(
             "run_id",
             F.col("topic").alias("end_topic"),
@@ -228,7 +244,7 @@ def _parts(
         )
         .agg(F.max_by("outcome", "index").alias("end_outcome"), F.max_by("error", "index").alias("end_error"))
         .withColumn("part", F.lit("end")),
-        *_availability(F, Window, h, windows),
+        *_availability(F, Window, h, acks, windows),
     ]
     union = parts[0]
     for part in parts[1:]:
@@ -240,12 +256,13 @@ def _per_value(
     F: Any,
     Window: Any,
     h: DataFrame,
+    control: DataFrame,
     log: DataFrame,
     options: AuditOptions,
     hold: Callable[[DataFrame], DataFrame],
     *,
     fast_path: bool = True,
-) -> DataFrame:
+) -> tuple[DataFrame, list[DataFrame]]:
     """Step 1 (see the module doc): the rows the per-value pass emits, about one per value.
 
     Columns: ``run_id``, ``value_id``; the value's counts (``c_*``, on its first row only); an observed
@@ -254,11 +271,12 @@ def _per_value(
 
     ``fast_path``: values whose events are those of one clean send (:func:`_clean_values`) skip the sort;
     only the rows of the others go through :func:`_traced` — none at all when every value is clean. Both
-    give a clean value the same single row. The value summary is persisted through ``hold``.
+    give a clean value the same single row. Returns the rows and the frames persisted (through ``hold``)
+    to build them, which can go once the rows are materialised.
     """
-    rows = _value_rows(F, h, log)
+    rows = _value_rows(F, h, control, log)
     if not fast_path:
-        return _traced(F, Window, h, rows, options)
+        return _traced(F, Window, control, rows, options), []
     summary = hold(_value_summary(F, h, log, rows))
     clean = _clean_values(F, h, summary)
     other = summary.where(~F.col("clean")).select(
@@ -266,16 +284,16 @@ def _per_value(
     )
     n_other = other.count()
     if n_other == 0:
-        return clean
+        return clean, [summary]
     others = rows.join(
         F.broadcast(other) if n_other <= _BROADCAST_KEYS else other,
         (F.col("run_id") == F.col("o_run")) & F.col("value_id").eqNullSafe(F.col("o_id")),
         "left_semi",
     )
-    return clean.unionByName(_traced(F, Window, h, others, options))
+    return clean.unionByName(_traced(F, Window, control, others, options)), [summary]
 
 
-def _value_rows(F: Any, h: DataFrame, log: DataFrame) -> DataFrame:
+def _value_rows(F: Any, h: DataFrame, control: DataFrame, log: DataFrame) -> DataFrame:
     """Every row that belongs to a value: send events, transaction markers (one per value they name),
     deliveries and log records; ``src`` says which, ``di``/``lt``/``lp``/``lo`` hold a delivery's or log
     record's index and position."""
@@ -295,7 +313,7 @@ def _value_rows(F: Any, h: DataFrame, log: DataFrame) -> DataFrame:
         *(F.when(~delivery, F.col(c)).alias(c)
           for c in ("kind", "index", "producer", "seq", "key", "topic", "partition", "offset", "outcome")),
     )  # fmt: skip
-    txn_markers = h.where((kind == "txn") & (F.col("action") != "begin")).select(
+    txn_markers = control.where((kind == "txn") & (F.col("action") != "begin")).select(
         "run_id", F.explode("value_ids").alias("value_id"), F.lit(_SEND).alias("src"),
         "kind", "index", "outcome", "action",
     )  # fmt: skip
@@ -391,7 +409,7 @@ def _clean_values(F: Any, h: DataFrame, summary: DataFrame) -> DataFrame:
     )  # fmt: skip
 
 
-def _traced(F: Any, Window: Any, h: DataFrame, rows: DataFrame, options: AuditOptions) -> DataFrame:
+def _traced(F: Any, Window: Any, control: DataFrame, rows: DataFrame, options: AuditOptions) -> DataFrame:
     """The general per-value pass: rows sorted per value, two window passes, what each row adds."""
     kind = F.col("kind")
     rows = rows.withColumn("vh", F.xxhash64("run_id", "value_id"))
@@ -433,7 +451,7 @@ def _traced(F: Any, Window: Any, h: DataFrame, rows: DataFrame, options: AuditOp
         .over(whole).alias("committed_first"),
     )  # fmt: skip
     rebalances = (
-        h.where(kind == "rebalance").groupBy("run_id").agg(F.collect_list("index").alias("rebalances"))
+        control.where(kind == "rebalance").groupBy("run_id").agg(F.collect_list("index").alias("rebalances"))
     )
     v = v.join(F.broadcast(rebalances), "run_id", "left")
 
@@ -530,11 +548,11 @@ def _traced(F: Any, Window: Any, h: DataFrame, rows: DataFrame, options: AuditOp
     )
 
 
-def _fault_windows(F: Any, h: DataFrame) -> DataFrame:
+def _fault_windows(F: Any, control: DataFrame) -> DataFrame:
     """One row per fault inject: ``(run_id, wid, fault, target, start, end)``; ``end`` the first later heal
     of the same fault and target (null: never healed)."""
     kind = F.col("kind")
-    faults = h.where(kind == "fault").select("run_id", "index", "action", "fault", "target", "mono")
+    faults = control.where(kind == "fault").select("run_id", "index", "action", "fault", "target", "mono")
     injects = faults.where(F.col("action") == "inject").alias("i")
     heals = faults.where(F.col("action") == "heal").alias("e")
     return (
@@ -557,13 +575,10 @@ def _fault_windows(F: Any, h: DataFrame) -> DataFrame:
     )
 
 
-def _availability(F: Any, Window: Any, h: DataFrame, windows: DataFrame) -> list[DataFrame]:
+def _availability(F: Any, Window: Any, h: DataFrame, acks: DataFrame, windows: DataFrame) -> list[DataFrame]:
     """Parts (see :func:`spark_audit`): the longest outage per run; the fault windows; per window and phase
     the ack count and the latencies at the wanted ranks; the first ack / delivery after each heal."""
     kind = F.col("kind")
-    acks = h.where((kind == "send_outcome") & (F.col("outcome") == "ok")).select(
-        "run_id", "mono", "latency_ms"
-    )
     send_events = kind.isin("send_invoke", "send_outcome")
     bounds = (
         h.where(send_events)
