@@ -24,9 +24,11 @@ How it runs — three Spark actions, no Python UDFs:
    deliveries, unexpected records) on its first row, an observed position, a reorder-chain link. Both
    paths give a clean value the same single row. That table is persisted and materialised (a count).
 2. **Per check** (:func:`_parts`). The reorder chains (window by producer, key and partition) and the
-   observed positions (inconsistent offsets) each shuffle only their rows; totals are summed with map-side
-   partial aggregation; instances are counted and the first N kept per anomaly.
-3. **Availability** (:func:`_availability`) reads narrow projections of the history: the longest gap
+   observed positions (inconsistent offsets: a distinct and a count, both hash aggregates) each shuffle
+   only their rows; totals are summed with map-side partial aggregation; instances are counted and the
+   first N kept per anomaly.
+3. **Availability** (:func:`_availability`) reads the acks (scanned once and kept in memory, as are the
+   history's few control events: rebalances, faults, drain ends, transaction markers): the longest gap
    between acks is found inside one-second buckets and across bucket edges (no single-task sort of every
    ack), and the nearest-rank latency percentiles through a histogram of log-scaled buckets, so only the
    acks in the bucket that holds a wanted rank are sorted.
