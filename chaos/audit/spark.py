@@ -33,7 +33,7 @@ def spark_session(
                     "spark.sql.inMemoryColumnarStorage.compressed"):  # fmt: skip
             builder = builder.config(key, "false")
         # small input splits: the audit's map-side hash aggregation holds an entry per value of its split,
-        # and a well-compressed log file read in two splits made those maps spill (10M records: 1.2 GB)
+        # and a well-compressed log file read in two splits made those maps spill (10M records: 3.0 GB)
         builder = builder.config("spark.sql.files.minPartitionNum", "16")
         builder = builder.config("spark.sql.files.openCostInBytes", str(1 << 20))
         builder = builder.config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
