@@ -331,7 +331,7 @@ def _value_rows(F: Any, h: DataFrame, control: DataFrame, log: DataFrame) -> Dat
 def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> DataFrame:
     """Per ``(run_id, value_id)``: whether the value is *clean* — one invoke, one ``ok`` outcome with its
     position, no transaction marker, one delivery, log records only at that position — and, for clean
-    values, the numbers its row needs (``partition``, ``offset``, ``seq``, ``send_ts``).
+    values the outcome's numbers (``partition``, ``offset``, ``send_ts``); the rest comes from the invoke.
 
     Only fixed-width aggregates, so Spark hash-aggregates (partially, before the shuffle) instead of
     sorting. Topics are compared through a 64-bit hash; a run where two of its topics share a hash has no
@@ -353,7 +353,6 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
         F.when(positioned, F.coalesce("lp", "partition")).alias("p"),
         F.when(positioned, F.coalesce("lo", "offset")).alias("o"),
         F.when(invoke | (src != _SEND), topic_hash).alias("th"),
-        F.when(invoke, F.col("seq")).alias("seq"),
         F.when(outcome, F.col("ts")).alias("out_ts"),
     )  # fmt: skip
     collided = (
@@ -371,7 +370,6 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
     summary = narrow.groupBy("run_id", "value_id").agg(
         *(F.sum(c).alias(c) for c in ("n_inv", "n_out", "n_ok", "n_txn", "n_dl", "n_log")),
         *(f(c).alias(f"{f.__name__}_{c}") for c in ("p", "o", "th") for f in (F.min, F.max)),
-        F.min("seq").alias("seq"),
         F.min("out_ts").alias("send_ts"),
     )
     one = F.lit(1)
@@ -384,7 +382,7 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
     )  # fmt: skip
     return summary.join(F.broadcast(collided), "run_id", "left").select(
         "run_id", "value_id", F.coalesce(clean, F.lit(False)).alias("clean"),
-        F.col("min_p").cast("int").alias("partition"), F.col("min_o").alias("offset"), "seq", "send_ts",
+        F.col("min_p").cast("int").alias("partition"), F.col("min_o").alias("offset"), "send_ts",
     )  # fmt: skip
 
 
@@ -393,10 +391,11 @@ def _topic_hash(F: Any, topic: Any) -> Any:
 
 
 def _clean_values(F: Any, h: DataFrame, summary: DataFrame) -> DataFrame:
-    """The one row :func:`_traced` emits for a clean value, built from its summary and its invoke (whose
-    strings a hash aggregate cannot carry): counts 1/1/0/1/1, the ack as observed position and chain link."""
+    """The one row :func:`_traced` emits for a clean value, built from its summary and its invoke (producer,
+    key, topic — strings a hash aggregate cannot carry — and seq): counts 1/1/0/1/1, the ack as observed
+    position and chain link."""
     invokes = h.where((F.col("kind") == "send_invoke") & F.col("value_id").isNotNull()).select(
-        "run_id", "value_id", "topic", "producer", "key"
+        "run_id", "value_id", "topic", "producer", "key", "seq"
     )
     clean = summary.where(F.col("clean")).join(invokes.hint("shuffle_hash"), ["run_id", "value_id"])
     return clean.select(
