@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import secrets
@@ -13,10 +14,14 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from chaos.audit.run import Engine
     from chaos.cluster.cluster import KafkaCluster
     from chaos.cluster.config import ClusterConfig
     from chaos.cluster.images import ImageSet
     from chaos.faults.nemesis import Nemesis
+    from chaos.scenario import Scenario, ScenarioRun
 
 _RUN_IDS = pytest.StashKey[list[str]]()
 _REPORT = pytest.StashKey[dict[str, pytest.TestReport]]()
@@ -50,6 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--kafka-version",
         default=None,
         help="Kafka version of the cluster; only the pinned version (chaos/versions.py) is accepted for now.",
+    )
+    group.addoption(
+        "--chaos-strict-symptoms",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Fail a scenario when a symptom it looks for was not observed (default: on in the faithful "
+        "profile, off in ci: symptoms are evidence, the verdict is what fails a test).",
     )
     group.addoption(
         "--chaos-seed",
@@ -263,3 +275,32 @@ def run_dir(request: pytest.FixtureRequest, chaos_report_dir: Path) -> Path:
         shutil.rmtree(path)
     path.mkdir(parents=True)
     return path
+
+
+@pytest.fixture
+def scenario_run(
+    request: pytest.FixtureRequest,
+    pytestconfig: pytest.Config,
+    kafka_cluster: KafkaCluster,
+    run_dir: Path,
+    chaos_seed: int,
+) -> Callable[..., ScenarioRun]:
+    """``scenario_run(SCENARIO, "vulnerable")`` -> an unopened ScenarioRun on the session's cluster, in this
+    test's run directory, with the session's seed, profile and strictness. :func:`chaos.scenario.
+    chaos_scenario` uses it; a hand-written scenario test may too."""
+    from chaos.scenario import ScenarioRun
+
+    def make(scenario: Scenario, variant: str, engine: Engine = "reference") -> ScenarioRun:
+        return ScenarioRun(
+            scenario,
+            variant,
+            kafka_cluster,
+            run_dir,
+            seed=chaos_seed,
+            profile=pytestconfig.getoption("--chaos-profile"),
+            nodeid=request.node.nodeid,
+            engine=engine,
+            strict_symptoms=pytestconfig.getoption("--chaos-strict-symptoms"),
+        )
+
+    return make

@@ -1,18 +1,23 @@
 """Scenarios: CATALOG.md cases composed from the pipeline (cluster → faults → workload → history → audit
-→ gate → report). docs/scenarios.md describes each one.
+→ gate → report). docs/scenarios.md describes each one; docs/writing-scenarios.md how to write one.
 
+- :func:`chaos_scenario` — the decorator that makes a scenario's pytest test (marker, one case per variant,
+  the verdict check);
 - :class:`Scenario` / :class:`Variant` — the frozen definition of a case and its configurations;
 - :class:`ScenarioRun` — runs one variant on a cluster and returns a :class:`ScenarioResult` (audit
-  result + history) for assertions;
-- :func:`discover` / :func:`find` — the scenarios under ``scenarios/`` (``chaos list`` / ``chaos run``).
+  result, history, evidence);
+- :func:`discover` / :func:`find` — the catalog's scenarios (``chaos list`` / ``chaos run``).
 """
 
+from chaos.report.inputs import ExpectedSymptom
+from chaos.scenario.api import chaos_scenario
 from chaos.scenario.faults import ReplicationCut
 from chaos.scenario.model import Scenario, ScenarioDefinitionError, ScenarioError, Variant
 from chaos.scenario.registry import discover, find, pytest_args, scenarios_dir
 from chaos.scenario.runner import ScenarioResult, ScenarioRun, fault_event
 
 __all__ = [
+    "ExpectedSymptom",
     "ReplicationCut",
     "Scenario",
     "ScenarioDefinitionError",
@@ -20,6 +25,7 @@ __all__ = [
     "ScenarioResult",
     "ScenarioRun",
     "Variant",
+    "chaos_scenario",
     "discover",
     "fault_event",
     "find",

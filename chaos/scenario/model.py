@@ -5,23 +5,27 @@ is expected to show and the remediation the seed (or Kafka's documentation) reco
 :class:`Variant` is one configuration of the case — the seed's (``vulnerable``) and the remediated one at
 least — with the guarantee its client configuration claims and the verdict the audit must reach.
 Definitions are pure data, validated at construction; the scenario files under ``scenarios/`` hold them
-next to the test that runs them.
+next to the test that runs them (see :func:`chaos.scenario.chaos_scenario`).
+
+Settings shared by every variant are given once on the :class:`Scenario` (``guarantee``,
+``expected_verdict``, ``client``, ``producer_config``, …); a :class:`Variant` states only what it changes.
+The scenario resolves its variants at construction: a variant field left ``None`` takes the scenario's
+value, and the variant's config mappings are laid over the scenario's key by key.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final
 
 from chaos.errors import ChaosError, ConfigError
-from chaos.gate.policy import GUARANTEES
 from chaos.report.inputs import ExpectedSymptom
+from chaos.run.terms import GUARANTEES, VERDICTS, Verdict
+from chaos.workload import ClientProfile
 
-Verdict = Literal["pass", "fail", "unknown"]
-VERDICTS: Final[tuple[str, ...]] = ("pass", "fail", "unknown")
 Setting = str | int | float | bool
 _ID: Final = re.compile(r"[a-z][a-z0-9_]{2,80}")
 _VARIANT: Final = re.compile(r"[a-z][a-z0-9_]{0,40}")
@@ -59,18 +63,25 @@ class Variant:
     :param expected_verdict: the verdict the audit must reach for this variant.
     :param expected_symptoms: symptoms this variant must show (on top of none for the scenario).
     :param topic_config: topic-level settings (``min.insync.replicas``, ``unclean.leader.election.enable``).
+    :param client: a :class:`~chaos.workload.ClientProfile` whose name, producer and consumer settings the
+        variant starts from (``producer_config`` / ``consumer_config`` are laid over them).
+
+    ``guarantee``, ``expected_verdict``, ``client_profile``, ``client`` and the config mappings may be left
+    ``None``: the :class:`Scenario` fills them from its own defaults when it is built. A variant used on its
+    own must give ``guarantee`` and ``expected_verdict``.
     """
 
     name: str
     description: str
-    guarantee: str
-    expected_verdict: Verdict
-    client_profile: str = "custom"
-    producer_config: Mapping[str, Setting] = field(default_factory=dict)
-    consumer_config: Mapping[str, Setting] = field(default_factory=dict)
-    topic_config: Mapping[str, Setting] = field(default_factory=dict)
+    guarantee: str | None = None
+    expected_verdict: Verdict | None = None
+    client_profile: str | None = None
+    producer_config: Mapping[str, Setting] | None = None
+    consumer_config: Mapping[str, Setting] | None = None
+    topic_config: Mapping[str, Setting] | None = None
     expected_symptoms: tuple[ExpectedSymptom, ...] = ()
     client_guarantee: str | None = None
+    client: ClientProfile | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _VARIANT.fullmatch(self.name):
@@ -79,7 +90,7 @@ class Variant:
             )
         if not isinstance(self.description, str) or not self.description.strip():
             raise ScenarioDefinitionError(f"Variant {self.name}: description must be a non-empty str")
-        if self.guarantee not in GUARANTEES:
+        if self.guarantee is not None and self.guarantee not in GUARANTEES:
             raise ScenarioDefinitionError(
                 f"Variant {self.name}: guarantee must be one of {', '.join(GUARANTEES)}; "
                 f"got {self.guarantee!r}"
@@ -89,13 +100,19 @@ class Variant:
                 f"Variant {self.name}: client_guarantee must be None or one of {', '.join(GUARANTEES)}; "
                 f"got {self.client_guarantee!r}"
             )
-        if self.expected_verdict not in VERDICTS:
+        if self.expected_verdict is not None and self.expected_verdict not in VERDICTS:
             raise ScenarioDefinitionError(
                 f"Variant {self.name}: expected_verdict must be one of {', '.join(VERDICTS)}; "
                 f"got {self.expected_verdict!r}"
             )
         for name in ("producer_config", "consumer_config", "topic_config"):
-            object.__setattr__(self, name, _frozen(f"Variant {self.name}", name, getattr(self, name)))
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _frozen(f"Variant {self.name}", name, getattr(self, name)))
+        if self.client is not None and not isinstance(self.client, ClientProfile):
+            raise ScenarioDefinitionError(
+                f"Variant {self.name}: client must be a chaos.workload.ClientProfile (e.g. IDEMPOTENT); "
+                f"got {self.client!r}"
+            )
         if not isinstance(self.expected_symptoms, tuple) or not all(
             isinstance(s, ExpectedSymptom) for s in self.expected_symptoms
         ):
@@ -105,7 +122,43 @@ class Variant:
 
     def topic_settings(self) -> dict[str, str]:
         """``topic_config`` as the string map ``create_topic(config=...)`` takes."""
-        return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.topic_config.items()}
+        return {
+            k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (self.topic_config or {}).items()
+        }
+
+    def resolved(self, defaults: Scenario) -> Variant:
+        """This variant with every field it left ``None`` taken from ``defaults`` (a scenario); config
+        mappings merged key by key, the variant's keys winning. Raises when a required field is still
+        missing."""
+        client = self.client or defaults.client
+        merged: dict[str, Mapping[str, Setting]] = {}
+        for name, side in (("producer_config", "producer"), ("consumer_config", "consumer")):
+            base: dict[str, Setting] = dict(getattr(client, f"{side}_settings")) if client else {}
+            base.update(getattr(defaults, name) or {})
+            base.update(getattr(self, name) or {})
+            merged[name] = base
+        topic = {**(defaults.topic_config or {}), **(self.topic_config or {})}
+        guarantee = self.guarantee or defaults.guarantee or (client.guarantee if client else None)
+        verdict = self.expected_verdict or defaults.expected_verdict
+        if guarantee is None or verdict is None:
+            missing = " and ".join(
+                n for n, v in (("guarantee", guarantee), ("expected_verdict", verdict)) if v is None
+            )
+            raise ScenarioDefinitionError(
+                f"Variant {self.name}: no {missing}; give it on the Variant or as the Scenario's default"
+            )
+        profile = self.client_profile or defaults.client_profile or (client.name if client else "custom")
+        return replace(
+            self,
+            guarantee=guarantee,
+            expected_verdict=verdict,
+            client_profile=profile,
+            producer_config=merged["producer_config"],
+            consumer_config=merged["consumer_config"],
+            topic_config=topic,
+            client_guarantee=self.client_guarantee or defaults.client_guarantee,
+            client=client,
+        )
 
 
 @dataclass(frozen=True)
@@ -115,8 +168,13 @@ class Scenario:
     :param scenario_id: the catalog's snake-case id (``pb1_cut_one_broker_then_start_client``).
     :param case_id: the catalog's short id (``PB1``).
     :param symptom: the seed's symptom, quoted from CATALOG.md.
-    :param module: the scenario file, relative to the repository (``scenarios/test_pb1_….py``).
-    :param test: the test function in ``module`` that runs the variants (parametrized by variant name).
+    :param module: the scenario file (``scenarios/test_pb1_….py``, or any path ending in ``.py``); filled
+        in by :func:`~chaos.scenario.chaos_scenario` when left empty.
+    :param test: the test function in ``module`` that runs the variants (parametrized by variant name);
+        filled in by :func:`~chaos.scenario.chaos_scenario` when left empty.
+
+    ``guarantee``, ``expected_verdict``, ``client`` (a :class:`~chaos.workload.ClientProfile`),
+    ``client_profile``, ``client_guarantee`` and the ``*_config`` mappings are defaults for every variant.
     """
 
     scenario_id: str
@@ -125,11 +183,19 @@ class Scenario:
     source: str
     symptom: str
     variants: tuple[Variant, ...]
-    module: str
-    test: str
+    module: str = ""
+    test: str = ""
     remediation: tuple[str, ...] = ()
     expected_symptoms: tuple[ExpectedSymptom, ...] = ()
     related: tuple[str, ...] = ()
+    guarantee: str | None = None
+    expected_verdict: Verdict | None = None
+    client: ClientProfile | None = None
+    client_profile: str | None = None
+    client_guarantee: str | None = None
+    producer_config: Mapping[str, Setting] = field(default_factory=dict)
+    consumer_config: Mapping[str, Setting] = field(default_factory=dict)
+    topic_config: Mapping[str, Setting] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.scenario_id, str) or not _ID.fullmatch(self.scenario_id):
@@ -142,17 +208,34 @@ class Scenario:
                 raise ScenarioDefinitionError(
                     f"Scenario {self.scenario_id}: case ids look like 'PB1' or 'ISR2'; got {case!r}"
                 )
-        for name in ("title", "source", "symptom", "test"):
+        for name in ("title", "source", "symptom"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ScenarioDefinitionError(f"Scenario {self.scenario_id}: {name} must be a non-empty str")
-        if not self.module.startswith("scenarios/") or not self.module.endswith(".py"):
+        if not isinstance(self.test, str) or not isinstance(self.module, str):
+            raise ScenarioDefinitionError(f"Scenario {self.scenario_id}: module and test must be str")
+        if self.module and not self.module.endswith(".py"):
             raise ScenarioDefinitionError(
                 f"Scenario {self.scenario_id}: module must be a path like 'scenarios/test_x.py'; "
                 f"got {self.module!r}"
             )
+        if self.guarantee is not None and self.guarantee not in GUARANTEES:
+            raise ScenarioDefinitionError(
+                f"Scenario {self.scenario_id}: guarantee must be one of {', '.join(GUARANTEES)}; "
+                f"got {self.guarantee!r}"
+            )
+        if self.expected_verdict is not None and self.expected_verdict not in VERDICTS:
+            raise ScenarioDefinitionError(
+                f"Scenario {self.scenario_id}: expected_verdict must be one of {', '.join(VERDICTS)}; "
+                f"got {self.expected_verdict!r}"
+            )
+        for name in ("producer_config", "consumer_config", "topic_config"):
+            object.__setattr__(self, name, _frozen(f"Scenario {self.scenario_id}", name, getattr(self, name)))
         if not isinstance(self.variants, tuple) or not self.variants:
             raise ScenarioDefinitionError(f"Scenario {self.scenario_id}: needs at least one Variant")
+        if not all(isinstance(v, Variant) for v in self.variants):
+            raise ScenarioDefinitionError(f"Scenario {self.scenario_id}: variants must be Variant objects")
+        object.__setattr__(self, "variants", tuple(v.resolved(self) for v in self.variants))
         names = [v.name for v in self.variants]
         if len(set(names)) != len(names):
             raise ScenarioDefinitionError(f"Scenario {self.scenario_id}: variant names repeat: {names}")
@@ -178,8 +261,20 @@ class Scenario:
     def variant_names(self) -> tuple[str, ...]:
         return tuple(v.name for v in self.variants)
 
+    def locate(self, module: str, test: str) -> None:
+        """Record where the scenario's test is (done once, by :func:`~chaos.scenario.chaos_scenario`);
+        fields given at construction are kept."""
+        if not self.module:
+            object.__setattr__(self, "module", module)
+        if not self.test:
+            object.__setattr__(self, "test", test)
+
     def nodeid(self, variant: str | None = None) -> str:
         """The pytest node id of the scenario's test (one variant, or all of them)."""
+        if not self.module or not self.test:
+            raise ScenarioError(
+                f"scenario {self.scenario_id} has no test: decorate its test with @chaos_scenario(SCENARIO)"
+            )
         base = f"{self.module}::{self.test}"
         if variant is None:
             return base

@@ -19,13 +19,14 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from chaos.faults.base import Fault, FaultLog, FaultRecord
 from chaos.history import (
+    ClientLog,
     ClusterSample,
     Event,
     FaultEvent,
@@ -35,7 +36,8 @@ from chaos.history import (
     read_events,
 )
 from chaos.history.events import Isolation
-from chaos.report.inputs import ScenarioInfo, TopicInfo, write_scenario
+from chaos.report.inputs import ExpectedSymptom, ScenarioInfo, TopicInfo, write_scenario
+from chaos.run.evidence import Evidence, EvidenceLog, write_evidence
 from chaos.scenario.model import Scenario, ScenarioError, Variant
 from chaos.scenario.views import acked_ids, delivered_ids
 from chaos.workload import (
@@ -98,7 +100,12 @@ def fault_event(run_id: str, action: str, record: FaultRecord) -> FaultEvent:
 
 @dataclass(frozen=True)
 class ScenarioResult:
-    """What a finished run established: the audit result and the history (typed events, record order)."""
+    """What a finished run established: the audit result and the history (typed events, record order),
+    plus the run's evidence — the symptoms and preconditions checked with :meth:`symptom` and
+    :meth:`precondition` (``evidence.json``).
+
+    :attr:`verdict` is the audit's, or ``unknown`` when a precondition of the case did not hold.
+    """
 
     run_dir: Path
     run_id: str
@@ -106,10 +113,51 @@ class ScenarioResult:
     audit: AuditResult
     events: tuple[Event, ...]
     drained: tuple[DrainSummary, ...]
+    expected_verdict: str | None = None
+    checks: EvidenceLog = field(default_factory=EvidenceLog)
 
     @property
     def verdict(self) -> str:
-        return self.audit.verdict
+        return self.evidence.verdict(self.audit.verdict)
+
+    @property
+    def evidence(self) -> Evidence:
+        return self.checks.snapshot()
+
+    def symptom(self, description: str, observed: bool, detail: object = "") -> bool:
+        """Record a symptom the case shows (a client log line, an error code, a timer's value) as observed
+        or not. Evidence, not verdict: a missing symptom fails the test only in strict mode
+        (``--chaos-strict-symptoms``). Returns ``observed``."""
+        seen = self.checks.add("symptom", description, observed, detail)
+        write_evidence(self.run_dir, self.evidence)
+        return seen
+
+    def precondition(self, description: str, held: bool, detail: object = "") -> bool:
+        """Record something the case needs to have happened (the fault landed, the member left). If it did
+        not, the run is inconclusive: :attr:`verdict` becomes ``unknown`` with this as the reason."""
+        ok = self.checks.add("precondition", description, held, detail)
+        write_evidence(self.run_dir, self.evidence)
+        return ok
+
+    def judge(self) -> None:
+        """The verdict check every scenario ends with: the verdict (audit vs guarantee, preconditions) must
+        be the variant's ``expected_verdict``; in strict mode every symptom must have been observed.
+        Raises AssertionError with the summary otherwise."""
+        evidence = self.evidence
+        write_evidence(self.run_dir, evidence)
+        if self.expected_verdict is not None and self.verdict != self.expected_verdict:
+            reasons = "; ".join(evidence.reasons())
+            raise AssertionError(
+                f"verdict {self.verdict}, expected {self.expected_verdict}"
+                + (f" — {reasons}" if reasons else "")
+                + f"\n{self.summary()}"
+            )
+        missing = evidence.missing_symptoms()
+        if evidence.strict and missing:
+            raise AssertionError(
+                "strict symptoms: not observed: "
+                + "; ".join(f"{c.description} ({c.detail})" if c.detail else c.description for c in missing)
+            )
 
     def count(self, anomaly: str) -> int:
         """The audit's instance count of one anomaly (``lost_acked``, ``duplicate_delivery_…``)."""
@@ -121,10 +169,14 @@ class ScenarioResult:
     def summary(self) -> str:
         """One line for the test output: verdict, non-zero anomalies, totals."""
         nonzero = {k: v for k, v in self.audit.facts.counts().items() if v}
+        evidence = self.evidence
+        seen = sum(c.observed for c in evidence.symptoms)
         return (
-            f"{self.run_id}: verdict {self.audit.verdict} ({self.audit.guarantee}, {self.audit.engine}); "
+            f"{self.run_id}: verdict {self.verdict} ({self.audit.guarantee}, {self.audit.engine}); "
             f"anomalies {nonzero or 'none'}; totals {self.audit.facts.totals}; "
-            f"problems {list(self.audit.facts.problems)}"
+            f"problems {list(self.audit.facts.problems)}; "
+            f"symptoms observed {seen}/{len(evidence.symptoms)}"
+            + (f"; inconclusive: {'; '.join(evidence.reasons())}" if evidence.unmet_preconditions() else "")
         )
 
 
@@ -148,6 +200,7 @@ class ScenarioRun:
         nodeid: str | None = None,
         engine: Engine = "reference",
         spark_master: str = "local[2]",
+        strict_symptoms: bool | None = None,
     ) -> None:
         self.scenario = scenario
         self.variant = scenario.variant(variant) if isinstance(variant, str) else variant
@@ -156,6 +209,7 @@ class ScenarioRun:
         self.cluster = cluster
         self.seed = seed
         self.time: TimeProfile = time_profile(profile)
+        self.strict_symptoms = profile == "faithful" if strict_symptoms is None else strict_symptoms
         self.nodeid = nodeid
         self.engine: Engine = engine
         self.spark_master = spark_master
@@ -168,10 +222,10 @@ class ScenarioRun:
         self.faults = FaultLog()
         self.faults.subscribe(self._on_fault)
         self.client: ClientProfile = custom_profile(
-            self.variant.client_profile,
+            self.variant.client_profile or "custom",
             self.variant.client_guarantee or self.variant.guarantee,  # type: ignore[arg-type]  # validated
-            producer=dict(self.variant.producer_config),
-            consumer=dict(self.variant.consumer_config),
+            producer=dict(self.variant.producer_config or {}),
+            consumer=dict(self.variant.consumer_config or {}),
             description=self.variant.description,
         )
         self._info = ScenarioInfo(scenario_id=f"{scenario.scenario_id}[{self.variant.name}]")
@@ -182,6 +236,7 @@ class ScenarioRun:
         self._introspector: tuple[threading.Event, threading.Thread] | None = None
         self._closers: list[Callable[[], None]] = []
         self._finished = False
+        self.result: ScenarioResult | None = None
         self.started = 0.0
 
     # ---- lifecycle ---------------------------------------------------------------------------------
@@ -196,8 +251,8 @@ class ScenarioRun:
             symptom=self.scenario.symptom,
             guarantee=self.variant.guarantee,
             client_profile=self.variant.client_profile,
-            producer_config=dict(self.variant.producer_config),
-            consumer_config=dict(self.variant.consumer_config),
+            producer_config=dict(self.variant.producer_config or {}),
+            consumer_config=dict(self.variant.consumer_config or {}),
             broker_config=dict(self.cluster.config.broker_config()),
             time_profile=self.time.name,
             brokers=len(self.cluster.brokers) or None,
@@ -295,7 +350,9 @@ class ScenarioRun:
         self.cluster.create_topic(self.topic, partitions, replication_factor, config)
         self._info = replace(
             self._info,
-            topic=TopicInfo(self.topic, partitions, replication_factor, dict(self.variant.topic_config)),
+            topic=TopicInfo(
+                self.topic, partitions, replication_factor, dict(self.variant.topic_config or {})
+            ),
         )
         write_scenario(self.dir, self._info)
         return self.topic
@@ -435,6 +492,30 @@ class ScenarioRun:
         self._closers.append(lambda: _quiet(worker.stop))
         return worker.start()
 
+    def member_spec(
+        self,
+        name: str,
+        *,
+        processing: Processing | None = None,
+        batch_size: int = 100,
+        overrides: dict[str, Any] | None = None,
+        duration_s: float = 120.0,
+        topic: str | None = None,
+    ) -> MemberSpec:
+        """A ``commit_after`` group member of the run's group with the variant's consumer configuration,
+        not started (for process members, or a member started later)."""
+        return MemberSpec(
+            name=name,
+            run_id=self.run_id,
+            group=self.group,
+            topic=topic or self.topic,
+            config=consumer_config(self.client, self.bootstrap, name, self.group, self.time, overrides),
+            strategy="commit_after",
+            processing=processing or Processing(),
+            batch_size=batch_size,
+            duration_s=duration_s,
+        )
+
     def member(
         self,
         name: str,
@@ -443,25 +524,27 @@ class ScenarioRun:
         batch_size: int = 100,
         overrides: dict[str, Any] | None = None,
         duration_s: float = 120.0,
-    ) -> MemberSpec:
-        """A ``commit_after`` group member of the run's group with the variant's consumer configuration."""
-        return MemberSpec(
-            name=name,
-            run_id=self.run_id,
-            group=self.group,
-            topic=self.topic,
-            config=consumer_config(self.client, self.bootstrap, name, self.group, self.time, overrides),
-            strategy="commit_after",
-            processing=processing or Processing(),
-            batch_size=batch_size,
-            duration_s=duration_s,
+        topic: str | None = None,
+    ) -> ThreadMember:
+        """Start a group member (:meth:`member_spec`) in a thread; the run stops it when it ends."""
+        member = ThreadMember(
+            self.member_spec(
+                name,
+                processing=processing,
+                batch_size=batch_size,
+                overrides=overrides,
+                duration_s=duration_s,
+                topic=topic,
+            ),
+            self.record,
         )
+        self.on_close(lambda: member.stop())
+        return member.start()
 
     def prefill(self, records: int, *, member: str = "consumer-0", timeout_s: float = 30.0) -> None:
         """Produce ``records`` values (as fast as acks come) and wait until a one-member group (commit after
         processing) delivered every acknowledged one; the member is stopped after."""
-        worker = ThreadMember(self.member(member, batch_size=100), self.record).start()
-        self.on_close(lambda: worker.stop())
+        worker = self.member(member, batch_size=100)
         stats = self.producer(count=records, rate=None, duration_s=timeout_s).join()
         if stats.ok != records:
             raise ScenarioError(f"prefill: {stats.ok} of {records} values acknowledged ({stats})")
@@ -504,8 +587,6 @@ class ScenarioRun:
 
     def note(self, text: str) -> None:
         """A timeline marker in the history (``client_log`` facility ``SCENARIO`` from ``scenario``)."""
-        from chaos.history import ClientLog
-
         self.record(
             ClientLog(
                 run_id=self.run_id, process="scenario", level="notice", message=text, facility="SCENARIO"
@@ -547,11 +628,13 @@ class ScenarioRun:
         *,
         drain_timeout_s: float = 60.0,
         isolations: Sequence[Isolation] = ("read_uncommitted", "read_committed"),
+        engine: Engine | None = None,
     ) -> ScenarioResult:
         """Heal, drain the topic, capture broker logs, close the history, audit; ``audit.json`` written.
 
         ``isolations``: the drain's isolation levels, i.e. what the audit takes as the topic's contents
         (``("read_committed",)`` for a transactional output, whose aborted copies are not its contents).
+        ``engine``: the audit engine for this run (default: the run's).
         """
         if self._history is None or self._finished:
             raise ScenarioError("finish() needs an open run and may be called once")
@@ -572,24 +655,43 @@ class ScenarioRun:
             )
         )
         self._close_history()
+        if engine is not None:
+            self.engine = engine
         topic = TopicSource(self.bootstrap, (self.topic,)) if self.engine == "spark" else None
         audit = audit_run(
             self.dir,
-            guarantee=self.variant.guarantee,
+            guarantee=str(self.variant.guarantee),
             engine=self.engine,
             master=self.spark_master,
             topic=topic,
         )
         self._finished = True
         self._write_end(None, None)
-        return ScenarioResult(
+        result = ScenarioResult(
             run_dir=self.dir,
             run_id=self.run_id,
             topic=self.topic,
             audit=audit,
             events=tuple(read_events(self.dir)),
             drained=drained,
+            expected_verdict=self.variant.expected_verdict,
+            checks=EvidenceLog(self.strict_symptoms),
         )
+        for symptom in self.scenario.symptoms(self.variant):
+            if symptom.kind != "broker_log":
+                hits = [e for e in result.events if _shows(e, symptom)]
+                result.symptom(
+                    f"{symptom.kind} {symptom.pattern!r}"
+                    + (f": {symptom.description}" if symptom.description else ""),
+                    bool(hits),
+                    f"{len(hits)} events, first from {hits[0].process}"
+                    if hits
+                    else "no such event in the history",
+                )
+        write_evidence(self.dir, result.evidence)
+        print(f"\n{self.variant.name}: {result.summary()}")
+        self.result = result
+        return result
 
     def _teardown(self) -> None:
         errors: list[str] = []
@@ -633,6 +735,13 @@ class ScenarioRun:
     def _on_fault(self, action: str, record: FaultRecord) -> None:
         if self._history is not None:
             self.record(fault_event(self.run_id, action, record))
+
+
+def _shows(event: Event, symptom: ExpectedSymptom) -> bool:
+    """Whether a history event shows an ``error_code`` or ``client_log`` symptom."""
+    if symptom.kind == "error_code":
+        return getattr(event, "error", None) == symptom.pattern
+    return isinstance(event, ClientLog) and symptom.matches(event.message or "")
 
 
 def _quiet(stop: Callable[[], object]) -> None:

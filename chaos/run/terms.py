@@ -1,0 +1,14 @@
+"""The words every stage shares: the guarantees a client configuration can claim and the verdicts a run
+can reach. Defined once here, below every stage of the pipeline."""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+Guarantee = Literal["at_most_once", "at_least_once", "idempotent", "exactly_once"]
+GUARANTEES: Final[tuple[str, ...]] = get_args(Guarantee)
+
+Verdict = Literal["pass", "fail", "unknown"]
+"""``unknown``: inconclusive — the facts could not be established, or a precondition of the case (the fault
+landed) did not hold. Never a pass."""
+VERDICTS: Final[tuple[str, ...]] = get_args(Verdict)
