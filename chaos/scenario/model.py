@@ -239,11 +239,6 @@ class Scenario:
         names = [v.name for v in self.variants]
         if len(set(names)) != len(names):
             raise ScenarioDefinitionError(f"Scenario {self.scenario_id}: variant names repeat: {names}")
-        if not {"vulnerable", "remediated"} <= set(names):
-            raise ScenarioDefinitionError(
-                f"Scenario {self.scenario_id}: every scenario proves both sides; add a 'vulnerable' and a "
-                f"'remediated' variant (has {names})"
-            )
         for name in ("remediation", "expected_symptoms", "related"):
             if not isinstance(getattr(self, name), tuple):
                 raise ScenarioDefinitionError(f"Scenario {self.scenario_id}: {name} must be a tuple")

@@ -64,10 +64,9 @@ def test_a_valid_scenario_gives_node_ids_and_variants() -> None:
         ({"case_id": "pb1"}, "case ids look like 'PB1'"),
         ({"related": ("L-4",)}, "case ids look like 'PB1'"),
         ({"symptom": " "}, "symptom must be a non-empty str"),
-        ({"module": "tests/test_x.py"}, "module must be a path like 'scenarios/test_x.py'"),
+        ({"module": "tests/test_x.txt"}, "module must be a path like 'scenarios/test_x.py'"),
         ({"variants": ()}, "needs at least one Variant"),
         ({"variants": (variant("vulnerable"), variant("vulnerable"))}, "variant names repeat"),
-        ({"variants": (variant("vulnerable"), variant("crash"))}, "add a 'vulnerable' and a 'remediated'"),
     ],
 )
 def test_invalid_scenarios_say_what_to_change(kwargs: dict[str, object], message: str) -> None:
@@ -117,10 +116,12 @@ def test_the_registry_finds_every_scenario_file_with_catalog_ids() -> None:
         "PB1", "PB4", "ISR2", "ISR3", "MD1", "MD2", "MD3", "MPI1", "L1", "L2", "L6", "D1", "D3", "O1", "O6"
     ]  # fmt: skip
     for s in found:
-        assert (REPO_ROOT / s.module).is_file()
-        source = (REPO_ROOT / s.module).read_text()
+        path = REPO_ROOT / s.module  # absolute when filled in by @chaos_scenario
+        assert path.is_file()
+        source = path.read_text()
         assert f"def {s.test}(" in source
-        assert "pytest.mark.chaos" in source
+        assert "@chaos_scenario(SCENARIO)" in source
+        # every catalog case proves both sides
         assert {"vulnerable", "remediated"} <= set(s.variant_names)
     assert find("pb1") == find("pb_cut_one_broker_then_start_client")
     with pytest.raises(ScenarioError, match="no scenario 'MD9'; known: PB1"):
