@@ -11,10 +11,12 @@
 
 from chaos.report.inputs import ExpectedSymptom
 from chaos.scenario.api import chaos_scenario
+from chaos.scenario.bridge import fault_event
 from chaos.scenario.faults import ReplicationCut
 from chaos.scenario.model import Scenario, ScenarioDefinitionError, ScenarioError, Variant
 from chaos.scenario.registry import discover, find, pytest_args, scenarios_dir
-from chaos.scenario.runner import ScenarioResult, ScenarioRun, fault_event
+from chaos.scenario.result import ScenarioResult
+from chaos.scenario.runner import ScenarioRun
 
 __all__ = [
     "ExpectedSymptom",

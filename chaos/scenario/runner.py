@@ -19,31 +19,29 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from chaos.cluster import questions
 from chaos.faults.base import Fault, FaultLog, FaultRecord
 from chaos.history import (
     ClientLog,
-    ClusterSample,
     Event,
-    FaultEvent,
-    PartitionState,
     Recorder,
-    json_text,
     read_events,
 )
 from chaos.history.events import Isolation
-from chaos.report.inputs import ExpectedSymptom, ScenarioInfo, TopicInfo, write_scenario
-from chaos.run.evidence import Evidence, EvidenceLog, write_evidence
+from chaos.report.inputs import ScenarioInfo, TopicInfo, write_scenario
+from chaos.run.evidence import EvidenceLog, write_evidence
+from chaos.scenario.bridge import fault_event
 from chaos.scenario.model import Scenario, ScenarioError, Variant
+from chaos.scenario.result import ScenarioResult
 from chaos.scenario.views import acked_ids, delivered_ids
 from chaos.workload import (
     ClientProfile,
     ClusterSampler,
-    DrainSummary,
     MemberSpec,
     Processing,
     ProducerSpec,
@@ -51,7 +49,6 @@ from chaos.workload import (
     RestoreReader,
     ThreadMember,
     TimeProfile,
-    admin_config,
     consumer_config,
     custom_profile,
     drain,
@@ -63,121 +60,12 @@ if TYPE_CHECKING:
     from chaos.audit.run import Engine
     from chaos.cluster.cluster import KafkaCluster
     from chaos.cluster.introspect import PartitionState as LiveState
-    from chaos.gate.policy import AuditResult
 
 F = TypeVar("F", bound=Fault)
 Scalar = str | int | float | bool | None
 
-FAULT_PROCESS: Final = "nemesis"
 INTROSPECT_PROCESS: Final = "introspect"
 MAX_WAIT_S: Final = 300.0
-
-
-def fault_event(run_id: str, action: str, record: FaultRecord) -> FaultEvent:
-    """A fault record of :mod:`chaos.faults` as a history event (``inject`` or ``heal``).
-
-    ``target`` is what was hit (``broker-2``, ``broker-1,broker-3``), ``params`` the fault's parameters
-    plus the target as asked (``leader of t-0``); a failed action sets ``error`` (``FaultError``) and the
-    fault's own text in ``message``.
-    """
-    params: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in record.params}
-    params["asked"] = record.target
-    params["seq"] = record.seq
-    target = ",".join(f"broker-{b}" for b in record.brokers) or record.target
-    failed = record.error is not None and action == "heal"
-    return FaultEvent(
-        run_id=run_id,
-        process=FAULT_PROCESS,
-        ts=record.healed_at if action == "heal" and record.healed_at is not None else record.injected_at,
-        action="heal" if action == "heal" else "inject",
-        fault=record.kind,
-        target=target,
-        params=json_text(params),
-        error="FaultError" if failed else None,
-        message=record.error if failed else None,
-    )
-
-
-@dataclass(frozen=True)
-class ScenarioResult:
-    """What a finished run established: the audit result and the history (typed events, record order),
-    plus the run's evidence — the symptoms and preconditions checked with :meth:`symptom` and
-    :meth:`precondition` (``evidence.json``).
-
-    :attr:`verdict` is the audit's, or ``unknown`` when a precondition of the case did not hold.
-    """
-
-    run_dir: Path
-    run_id: str
-    topic: str
-    audit: AuditResult
-    events: tuple[Event, ...]
-    drained: tuple[DrainSummary, ...]
-    expected_verdict: str | None = None
-    checks: EvidenceLog = field(default_factory=EvidenceLog)
-
-    @property
-    def verdict(self) -> str:
-        return self.evidence.verdict(self.audit.verdict)
-
-    @property
-    def evidence(self) -> Evidence:
-        return self.checks.snapshot()
-
-    def symptom(self, description: str, observed: bool, detail: object = "") -> bool:
-        """Record a symptom the case shows (a client log line, an error code, a timer's value) as observed
-        or not. Evidence, not verdict: a missing symptom fails the test only in strict mode
-        (``--chaos-strict-symptoms``). Returns ``observed``."""
-        seen = self.checks.add("symptom", description, observed, detail)
-        write_evidence(self.run_dir, self.evidence)
-        return seen
-
-    def precondition(self, description: str, held: bool, detail: object = "") -> bool:
-        """Record something the case needs to have happened (the fault landed, the member left). If it did
-        not, the run is inconclusive: :attr:`verdict` becomes ``unknown`` with this as the reason."""
-        ok = self.checks.add("precondition", description, held, detail)
-        write_evidence(self.run_dir, self.evidence)
-        return ok
-
-    def judge(self) -> None:
-        """The verdict check every scenario ends with: the verdict (audit vs guarantee, preconditions) must
-        be the variant's ``expected_verdict``; in strict mode every symptom must have been observed.
-        Raises AssertionError with the summary otherwise."""
-        evidence = self.evidence
-        write_evidence(self.run_dir, evidence)
-        if self.expected_verdict is not None and self.verdict != self.expected_verdict:
-            reasons = "; ".join(evidence.reasons())
-            raise AssertionError(
-                f"verdict {self.verdict}, expected {self.expected_verdict}"
-                + (f" — {reasons}" if reasons else "")
-                + f"\n{self.summary()}"
-            )
-        missing = evidence.missing_symptoms()
-        if evidence.strict and missing:
-            raise AssertionError(
-                "strict symptoms: not observed: "
-                + "; ".join(f"{c.description} ({c.detail})" if c.detail else c.description for c in missing)
-            )
-
-    def count(self, anomaly: str) -> int:
-        """The audit's instance count of one anomaly (``lost_acked``, ``duplicate_delivery_…``)."""
-        counts = self.audit.facts.counts()
-        if anomaly not in counts:
-            raise ScenarioError(f"no anomaly {anomaly!r}; the audit reports {', '.join(counts)}")
-        return counts[anomaly]
-
-    def summary(self) -> str:
-        """One line for the test output: verdict, non-zero anomalies, totals."""
-        nonzero = {k: v for k, v in self.audit.facts.counts().items() if v}
-        evidence = self.evidence
-        seen = sum(c.observed for c in evidence.symptoms)
-        return (
-            f"{self.run_id}: verdict {self.verdict} ({self.audit.guarantee}, {self.audit.engine}); "
-            f"anomalies {nonzero or 'none'}; totals {self.audit.facts.totals}; "
-            f"problems {list(self.audit.facts.problems)}; "
-            f"symptoms observed {seen}/{len(evidence.symptoms)}"
-            + (f"; inconclusive: {'; '.join(evidence.reasons())}" if evidence.unmet_preconditions() else "")
-        )
 
 
 class ScenarioRun:
@@ -233,7 +121,7 @@ class ScenarioRun:
         self._events: list[Event] = []
         self._lock = threading.Lock()
         self._sampler: ClusterSampler | None = None
-        self._introspector: tuple[threading.Event, threading.Thread] | None = None
+        self._introspector: ClusterSampler | None = None
         self._closers: list[Callable[[], None]] = []
         self._finished = False
         self.result: ScenarioResult | None = None
@@ -377,17 +265,7 @@ class ScenarioRun:
 
     def end_offsets(self, timeout_s: float = 10.0) -> dict[int, int]:
         """The topic's end offsets (high watermarks) per partition, read now (for waits, not assertions)."""
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import AdminClient
-        from confluent_kafka.admin._listoffsets import OffsetSpec
-
-        admin = AdminClient(admin_config(self.bootstrap, "scenario-offsets", self.time))
-        partitions = sorted(admin.list_topics(self.topic, timeout=timeout_s).topics[self.topic].partitions)
-        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-        futures = admin.list_offsets(
-            {TopicPartition(self.topic, p): latest for p in partitions}, request_timeout=timeout_s
-        )
-        return {tp.partition: int(f.result(timeout_s).offset) for tp, f in futures.items()}
+        return questions.end_offsets(self.cluster, self.topic, timeout_s)
 
     def wait_caught_up(self, timeout_s: float = 30.0) -> float:
         """Wait until the group has delivered, in every partition, the record before the end offset."""
@@ -405,58 +283,24 @@ class ScenarioRun:
         return self.wait_for(f"the group reached the end offsets {ends}", caught_up, timeout_s)
 
     def introspect(self, interval_s: float = 0.5) -> None:
-        """Record the topic's leaders and ISR as the cluster module reads them, every ``interval_s``.
-
-        Each reading is a ``cluster_state`` event of process ``introspect``: one raw Metadata request to one
-        broker at a time (2 s socket timeout, the next broker on error), so it keeps answering while a
+        """Record the topic's leaders and ISR every ``interval_s``: ``cluster_state`` events of process
+        ``introspect`` from a :class:`~chaos.workload.ClusterSampler` that sends one raw Metadata request
+        to one broker at a time (2 s timeout, the next broker on error), so it keeps answering while a
         broker is crashed or cut. Lighter than :meth:`sampler` (no controller, no group). Stopped by
-        :meth:`finish`.
-        """
+        :meth:`finish`."""
         if self._introspector is not None:
             raise ScenarioError("the run's introspection is already running")
         if not 0.1 <= interval_s <= 5:
             raise ScenarioError(f"introspect(interval_s={interval_s}): expected 0.1..5 s")
-        stop = threading.Event()
-
-        def loop() -> None:
-            while not stop.is_set():
-                started = time.monotonic()
-                self.record(self._introspect_once(started))
-                stop.wait(max(0.0, interval_s - (time.monotonic() - started)))
-
-        thread = threading.Thread(target=loop, name=f"introspect-{self.run_id}", daemon=True)
-        self._introspector = (stop, thread)
-        thread.start()
-
-    def _introspect_once(self, started: float) -> ClusterSample:
-        try:
-            states = self.cluster.describe_partitions([self.topic])
-        except Exception as exc:  # every broker failed to answer: a sample with the error
-            return ClusterSample(
-                run_id=self.run_id,
-                process=INTROSPECT_PROCESS,
-                duration_ms=(time.monotonic() - started) * 1000,
-                error=type(exc).__name__,
-                message=str(exc)[:500],
-            )
-        parts = tuple(
-            PartitionState(
-                topic=s.topic,
-                partition=s.partition,
-                leader=s.leader if s.leader >= 0 else None,
-                isr=tuple(s.isr),
-                replicas=tuple(s.replicas),
-            )
-            for s in states
-        )
-        return ClusterSample(
-            run_id=self.run_id,
+        self._introspector = ClusterSampler(
+            self.bootstrap,
+            self.record,
+            self.run_id,
+            topics=[self.topic],
+            interval_s=interval_s,
             process=INTROSPECT_PROCESS,
-            duration_ms=(time.monotonic() - started) * 1000,
-            partition_states=parts,
-            offline_partitions=sum(1 for p in parts if p.leader is None),
-            under_replicated=sum(1 for p in parts if p.under_replicated),
-        )
+            controller=False,
+        ).start()
 
     def producer_settings(self, name: str) -> dict[str, Any]:
         """The effective producer configuration of the variant (for the record)."""
@@ -556,16 +400,9 @@ class ScenarioRun:
         worker.stop()
 
     def target_partition(self, *, avoid_coordinator: bool = False) -> LiveState:
-        """The lowest partition of the topic whose leader is not the active controller (with
-        ``avoid_coordinator``, not the group's coordinator either), so that no quorum election or
-        coordinator move blurs a fault on that leader. Falls back to avoiding the controller only, then to
-        partition 0."""
-        states = sorted(self.cluster.describe_partitions([self.topic]), key=lambda s: s.partition)
-        controller = self.cluster.controller_id()
-        avoid = {controller, self.cluster.group_coordinator(self.group)} if avoid_coordinator else set()
-        return next(
-            (s for s in states if s.leader not in avoid | {controller}),
-            next((s for s in states if s.leader != controller), states[0]),
+        """The partition to aim a fault at: see :func:`chaos.cluster.questions.target_partition`."""
+        return questions.target_partition(
+            self.cluster, self.topic, self.group, avoid_coordinator=avoid_coordinator
         )
 
     def restore_reader(self, *, call_timeout_s: float, poll_timeout_s: float, k: int = 2) -> RestoreReader:
@@ -594,22 +431,8 @@ class ScenarioRun:
         )
 
     def converged(self, full_isr: bool = False) -> bool:
-        """Every broker, asked itself, names a leader for each partition of the topic, and the same one
-        (and, with ``full_isr``, every ISR holds every replica).
-
-        A broker back from a network cut answers from stale metadata for a while: it may still call itself
-        the leader and report an old high watermark, which a drain would take for lost records.
-        """
-        try:
-            views_ = [
-                self.cluster.describe_partitions([self.topic], via=b.node_id) for b in self.cluster.brokers
-            ]
-        except Exception:  # a broker that does not answer yet is not converged
-            return False
-        leaders = {tuple(s.leader for s in v) for v in views_}
-        if len(leaders) != 1 or not all(leader >= 0 for leader in next(iter(leaders))):
-            return False
-        return not full_isr or all(set(s.isr) == set(s.replicas) for v in views_ for s in v)
+        """Every broker names the same leaders for the topic (:func:`chaos.cluster.questions.converged`)."""
+        return questions.converged(self.cluster, self.topic, full_isr)
 
     def wait_converged(self, timeout_s: float = 60.0) -> bool:
         """Wait (bounded) for :meth:`converged`; a timeout is noted in the history, not raised."""
@@ -677,17 +500,7 @@ class ScenarioRun:
             expected_verdict=self.variant.expected_verdict,
             checks=EvidenceLog(self.strict_symptoms),
         )
-        for symptom in self.scenario.symptoms(self.variant):
-            if symptom.kind != "broker_log":
-                hits = [e for e in result.events if _shows(e, symptom)]
-                result.symptom(
-                    f"{symptom.kind} {symptom.pattern!r}"
-                    + (f": {symptom.description}" if symptom.description else ""),
-                    bool(hits),
-                    f"{len(hits)} events, first from {hits[0].process}"
-                    if hits
-                    else "no such event in the history",
-                )
+        result.check_declared(self.scenario.symptoms(self.variant))
         write_evidence(self.dir, result.evidence)
         print(f"\n{self.variant.name}: {result.summary()}")
         self.result = result
@@ -701,14 +514,11 @@ class ScenarioRun:
             except Exception as exc:
                 errors.append(repr(exc))
         self._closers.clear()
-        if self._introspector is not None:
-            (stop, thread), self._introspector = self._introspector, None
-            stop.set()
-            thread.join(10.0)
-        if self._sampler is not None:
-            sampler, self._sampler = self._sampler, None
-            with contextlib.suppress(Exception):
-                sampler.stop()
+        for sampler in (self._introspector, self._sampler):
+            if sampler is not None:
+                with contextlib.suppress(Exception):
+                    sampler.stop()
+        self._introspector = self._sampler = None
         for fault in self.faults.active():
             try:
                 fault.heal()
@@ -735,13 +545,6 @@ class ScenarioRun:
     def _on_fault(self, action: str, record: FaultRecord) -> None:
         if self._history is not None:
             self.record(fault_event(self.run_id, action, record))
-
-
-def _shows(event: Event, symptom: ExpectedSymptom) -> bool:
-    """Whether a history event shows an ``error_code`` or ``client_log`` symptom."""
-    if symptom.kind == "error_code":
-        return getattr(event, "error", None) == symptom.pattern
-    return isinstance(event, ClientLog) and symptom.matches(event.message or "")
 
 
 def _quiet(stop: Callable[[], object]) -> None:

@@ -10,6 +10,9 @@ No AdminClient on purpose: its requests stay queued on a dead broker (every samp
 was down), and a timed-out ``describe_consumer_groups`` can abort the whole process inside librdkafka
 (issue 4605: assertion ``eonce->refcnt > 0``; it killed two of our test sessions under CPU starvation).
 Samples are taken on a fixed cadence: a slow sample delays only itself; missed ticks are skipped.
+
+With ``controller=False`` and no group it is the light introspection a scenario runs beside its workload
+(``ScenarioRun.introspect``: process ``introspect``, one Metadata request per sample).
 """
 
 from __future__ import annotations
@@ -58,11 +61,10 @@ class ClusterSampler:
         interval_s: float = 1.0,
         sample_timeout_s: float = 2.0,
         process: str = "sampler",
+        controller: bool = True,
     ) -> None:
-        if not 0.05 <= interval_s <= 1.0:
-            raise ConfigError(
-                f"ClusterSampler.interval_s: expected [0.05, 1.0] (at least 1/s); got {interval_s}"
-            )
+        if not 0.05 <= interval_s <= 5.0:
+            raise ConfigError(f"ClusterSampler.interval_s: expected [0.05, 5.0] s; got {interval_s}")
         if not sample_timeout_s > 0:
             raise ConfigError(f"ClusterSampler.sample_timeout_s: expected > 0; got {sample_timeout_s}")
         self._addresses = bootstrap_addresses(bootstrap_servers)
@@ -73,6 +75,7 @@ class ClusterSampler:
         self._interval = interval_s
         self._timeout = sample_timeout_s
         self._process = process
+        self._controller = controller
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.samples = 0
@@ -154,7 +157,7 @@ class ClusterSampler:
             for p in meta.partitions
         )
         fields: dict[str, Any] = {
-            "controller": wire.quorum_leader(host, port, self._timeout),
+            "controller": wire.quorum_leader(host, port, self._timeout) if self._controller else None,
             "brokers": tuple(node for node, _, _ in meta.brokers),
             "partition_states": states,
             "offline_partitions": sum(1 for s in states if s.leader is None),

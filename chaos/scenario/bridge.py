@@ -1,0 +1,35 @@
+"""The bridge from :mod:`chaos.faults` to the history: a fault record becomes a ``FaultEvent``."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from chaos.faults.base import FaultRecord
+from chaos.history import FaultEvent, json_text
+
+FAULT_PROCESS: Final = "nemesis"
+
+
+def fault_event(run_id: str, action: str, record: FaultRecord) -> FaultEvent:
+    """A fault record of :mod:`chaos.faults` as a history event (``inject`` or ``heal``).
+
+    ``target`` is what was hit (``broker-2``, ``broker-1,broker-3``), ``params`` the fault's parameters
+    plus the target as asked (``leader of t-0``); a failed action sets ``error`` (``FaultError``) and the
+    fault's own text in ``message``.
+    """
+    params: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in record.params}
+    params["asked"] = record.target
+    params["seq"] = record.seq
+    target = ",".join(f"broker-{b}" for b in record.brokers) or record.target
+    failed = record.error is not None and action == "heal"
+    return FaultEvent(
+        run_id=run_id,
+        process=FAULT_PROCESS,
+        ts=record.healed_at if action == "heal" and record.healed_at is not None else record.injected_at,
+        action="heal" if action == "heal" else "inject",
+        fault=record.kind,
+        target=target,
+        params=json_text(params),
+        error="FaultError" if failed else None,
+        message=record.error if failed else None,
+    )
