@@ -46,24 +46,23 @@ is back, then L leads again. The AdminClient sampler cannot read the partition w
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import Callable
-
-import pytest
 
 from chaos.faults.process import Crash
 from chaos.history import Event
 from chaos.report import render_run
-from chaos.report.inputs import ExpectedSymptom
-from chaos.scenario import ReplicationCut, Scenario, ScenarioRun, Variant, views
-from chaos.workload import ThreadMember
+from chaos.scenario import (
+    ExpectedSymptom,
+    ReplicationCut,
+    Scenario,
+    ScenarioRun,
+    Variant,
+    chaos_scenario,
+    views,
+)
 
-pytestmark = pytest.mark.chaos
-
-Settings = dict[str, str | int | float | bool]
-ACKS1_RETRIES: Settings = {"acks": 1, "retries": 10, "retry.backoff.ms": 100, "enable.idempotence": False}
-ACKS_ALL: Settings = {"acks": "all", "retries": 10, "retry.backoff.ms": 100, "enable.idempotence": False}
 RATE = 25.0
 
 SCENARIO = Scenario(
@@ -76,40 +75,31 @@ SCENARIO = Scenario(
         "kafka.common.StateChangeFailedException: Failed to elect leader for partition T-TEST-0 under "
         "strategy PreferredReplicaPartitionLeaderElectionStrategy"
     ),
-    module="scenarios/test_isr2_lost_isr.py",
-    test="test_isr2",
+    guarantee="at_least_once",
+    expected_verdict="pass",
+    # The seed's defaults (unclean_off); the other variants change one or two of them.
+    client_profile="acks1_retries",
+    producer_config={"acks": 1, "retries": 10, "retry.backoff.ms": 100, "enable.idempotence": False},
+    topic_config={"unclean.leader.election.enable": False, "min.insync.replicas": 1},
     variants=(
         Variant(
-            name="vulnerable",
-            description="unclean.leader.election.enable=true, min.insync.replicas=1, acks=1",
-            guarantee="at_least_once",
+            "vulnerable",
+            "unclean.leader.election.enable=true, min.insync.replicas=1, acks=1",
             expected_verdict="fail",
-            client_profile="acks1_retries",
-            producer_config=ACKS1_RETRIES,
-            topic_config={"unclean.leader.election.enable": True, "min.insync.replicas": 1},
+            topic_config={"unclean.leader.election.enable": True},
             expected_symptoms=(ExpectedSymptom("broker_log", "Shrinking ISR", "F leaves the leader's ISR"),),
         ),
         Variant(
-            name="remediated",
-            description="unclean.leader.election.enable=false, min.insync.replicas=2, acks=all",
-            guarantee="at_least_once",
-            expected_verdict="pass",
+            "remediated",
+            "unclean.leader.election.enable=false, min.insync.replicas=2, acks=all",
             client_profile="at_least_once",
-            producer_config=ACKS_ALL,
-            topic_config={"unclean.leader.election.enable": False, "min.insync.replicas": 2},
+            producer_config={"acks": "all"},
+            topic_config={"min.insync.replicas": 2},
             expected_symptoms=(
                 ExpectedSymptom("error_code", "NOT_ENOUGH_REPLICAS", "writes refused below min ISR (ISR3)"),
             ),
         ),
-        Variant(
-            name="unclean_off",
-            description="The seed's defaults: unclean election off, min.insync.replicas=1, acks=1",
-            guarantee="at_least_once",
-            expected_verdict="pass",
-            client_profile="acks1_retries",
-            producer_config=ACKS1_RETRIES,
-            topic_config={"unclean.leader.election.enable": False, "min.insync.replicas": 1},
-        ),
+        Variant("unclean_off", "The seed's defaults: unclean election off, min.insync.replicas=1, acks=1"),
     ),
     remediation=(
         "Keep unclean.leader.election.enable=false (the default since 0.11): a stale replica never leads.",
@@ -132,8 +122,9 @@ def _last_isr_size(events: list[Event], topic: str) -> int:
     return len(views.isr_of(readings[-1], topic, 0) or ()) if readings else 0
 
 
-def _single_replica_window(events: tuple[Event, ...], topic: str) -> tuple[float, float]:
-    """From the first introspection reading with an ISR of one replica to the next with two."""
+def _single_replica_window(events: tuple[Event, ...], topic: str) -> tuple[float | None, float | None]:
+    """From the first introspection reading with an ISR of one replica to the next with two (``None``
+    for an edge the readings do not show)."""
     start = end = None
     for sample in views.samples(events, process="introspect"):
         isr = views.isr_of(sample, topic, 0)
@@ -142,81 +133,124 @@ def _single_replica_window(events: tuple[Event, ...], topic: str) -> tuple[float
         elif start is not None and isr is not None and len(isr) == 2:
             end = sample.mono
             break
-    assert start is not None, "no ISR shrink in the introspection readings"
-    assert end is not None, "no ISR recovery in the introspection readings"
     return start, end
 
 
-@pytest.mark.parametrize("variant", SCENARIO.variant_names)
-def test_isr2(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
-    # The loss is the point of the vulnerable run: Spark audits it from the topic's real contents (read
-    # through Kafka), not from the drain; the other variants use the reference engine.
-    engine = "spark" if variant == "vulnerable" else "reference"
-    with scenario_run(SCENARIO, variant, engine=engine) as run:
-        run.create_topic(partitions=1, replication_factor=2)
-        run.introspect(interval_s=0.5)
-        member = ThreadMember(run.member("consumer-0", batch_size=100), run.record).start()
-        run.on_close(lambda: member.stop())
-        producer = run.producer(rate=RATE, duration_s=150.0, flush_timeout_s=5.0)
-        run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
+def _secs(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
 
-        leader = _isr(run)[0]
-        (follower,) = (b for b in run.cluster.partition(run.topic, 0).replicas if b != leader)
-        cut = run.fault(ReplicationCut, follower, leader)
-        cut.inject()
+
+@chaos_scenario(SCENARIO)
+def test_isr2(run: ScenarioRun) -> None:
+    variant = run.variant.name
+    run.create_topic(partitions=1, replication_factor=2)
+    run.introspect(interval_s=0.5)
+    run.member("consumer-0", batch_size=100)
+    producer = run.producer(rate=RATE, duration_s=150.0, flush_timeout_s=5.0)
+    run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
+
+    leader = _isr(run)[0]
+    (follower,) = (b for b in run.cluster.partition(run.topic, 0).replicas if b != leader)
+    cut = run.fault(ReplicationCut, follower, leader)
+    cut.inject()
+    shrink_s: float | None = None
+    fence_s: float | None = None
+    with contextlib.suppress(AssertionError):  # a precondition, recorded after finish()
         shrink_s = run.wait_until(
             f"follower {follower} leaves the ISR", lambda: _isr(run)[1] == (leader,), 40
         )
         run.note(f"ISR shrank to [{leader}] {shrink_s:.1f} s after the replication cut")
-        time.sleep(2.0)
-        crash = run.fault(Crash, leader)
-        crash.inject()
+    time.sleep(2.0)
+    crash = run.fault(Crash, leader)
+    crash.inject()
+    with contextlib.suppress(AssertionError):  # a precondition, recorded after finish()
         fence_s = run.wait_until(
             "the controller fences the crashed leader", lambda: _isr(run)[0] != leader, 40
         )
         run.note(f"leader after the crash: {_isr(run)} ({fence_s:.1f} s)")
-        time.sleep(3.0)
-        cut.heal()
-        crash.heal()
-        run.wait_until("a full ISR again", lambda: len(_isr(run)[1]) == 2, 60)
-        # ... and the introspection (every 0.5 s, stopped by finish) has recorded it: the assertions read it.
-        run.wait_for("an introspected full ISR", lambda ev: _last_isr_size(ev, run.topic) == 2, 10)
-        producer.stop()
-        run.wait_caught_up(40)
-        result = run.finish()
+    time.sleep(3.0)
+    cut.heal()
+    crash.heal()
+    run.wait_until("a full ISR again", lambda: len(_isr(run)[1]) == 2, 60)
+    # ... and the introspection (every 0.5 s, stopped by finish) has recorded it: the checks read it.
+    run.wait_for("an introspected full ISR", lambda ev: _last_isr_size(ev, run.topic) == 2, 10)
+    producer.stop()
+    run.wait_caught_up(40)
+    # The loss is the point of the vulnerable run: Spark audits it from the topic's real contents (read
+    # through Kafka), not from the drain; the other variants use the reference engine.
+    result = run.finish(engine="spark" if variant == "vulnerable" else "reference")
 
+    if variant != "vulnerable":
+        assert result.count("lost_acked") == 0
+        assert result.count("unseen_by_group") == 0
     events = result.events
     crashed, restarted = views.fault_window(events, "crash")
-    assert restarted is not None
     cut_at = views.faults(events, "replication_cut")[0]
-    spans = views.leader_timeline(events, run.topic, 0, process="introspect")
     cut_healed = views.fault_window(events, "replication_cut")[1]
-    assert cut_healed is not None
-    # Elections happen when the controller fences the old leader; the restart begins after the cut's heal.
-    down = [s for s in spans if crashed < s.first_mono < cut_healed]
+    spans = views.leader_timeline(events, run.topic, 0, process="introspect")
     timeline = [(s.leader, round(s.first_mono - crashed, 1), s.samples) for s in spans]
     refused = [e for e in views.outcomes(events) if e.outcome != "ok"]
-    errors = sorted({e.error or "" for e in refused})
-    print(
-        f"\n{variant}: leader {leader}, follower {follower}; ISR shrink {shrink_s:.1f} s after the cut; "
-        f"leader moved off {leader} {fence_s:.1f} s after the crash; leader timeline (leader, s from crash, "
-        f"samples) {timeline}; old leader back at +{restarted - crashed:.1f} s; non-ok sends {len(refused)} "
-        f"{errors}\n{result.summary()}"
-    )
-
     # Acknowledged while the ISR held one replica (with a 1 s margin on the 0.5 s readings on each side).
     narrow = _single_replica_window(events, run.topic)
-    acked_narrow = [e for e in views.outcomes(events, "ok") if narrow[0] + 1.0 < e.mono < narrow[1] - 1.0]
-    print(f"ISR of one replica for {narrow[1] - narrow[0]:.1f} s; acks inside: {len(acked_narrow)}")
-    assert result.audit.facts.problems == ()
-    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
-    assert down, f"no introspection sample while the leader was down: {timeline}"
+    start, end = narrow
+    acked_narrow = (
+        []
+        if start is None or end is None
+        else [e for e in views.outcomes(events, "ok") if start + 1.0 < e.mono < end - 1.0]
+    )
+    span = None if start is None or end is None else end - start
+    print(
+        f"{variant}: leader {leader}, follower {follower}; ISR shrink {_secs(shrink_s)} s after the cut; "
+        f"leader moved off {leader} {_secs(fence_s)} s after the crash; leader timeline (leader, s from "
+        f"crash, samples) {timeline}; old leader back at +{_secs(restarted and restarted - crashed)} s; "
+        f"non-ok sends {len(refused)} {sorted({e.error or '' for e in refused})}; ISR of one replica for "
+        f"{_secs(span)} s; acks inside: {len(acked_narrow)}"
+    )
+
+    # Elections happen when the controller fences the old leader; the restart begins after the cut's heal.
+    down = [s for s in spans if cut_healed is not None and crashed < s.first_mono < cut_healed]
+    leaders_down = {s.leader for s in down}
+    case = [
+        result.precondition(
+            f"follower {follower} left the ISR within 40 s of the replication cut",
+            shrink_s is not None,
+            f"{_secs(shrink_s)} s",
+        ),
+        result.precondition(
+            f"the leadership moved off the crashed leader {leader} within 40 s",
+            fence_s is not None,
+            f"{_secs(fence_s)} s",
+        ),
+        result.precondition(
+            "the replication cut was healed and the old leader restarted",
+            cut_healed is not None and restarted is not None,
+            (cut_healed, restarted),
+        ),
+        result.precondition(
+            "the introspection saw the ISR shrink to one replica and grow back to two",
+            start is not None and end is not None,
+            narrow,
+        ),
+        result.precondition(
+            "the introspection read the partition while the old leader was down", bool(down), timeline
+        ),
+    ]
     if variant != "remediated":
-        assert acked_narrow, "acks=1 keeps acknowledging with one replica in sync"
+        case.append(
+            result.precondition(
+                "acks=1 kept acknowledging with one replica in sync", bool(acked_narrow), len(acked_narrow)
+            )
+        )
+    if not all(case):
+        return
     if variant == "vulnerable":
         # The stale follower was elected (unclean) and the writes only the old leader had are gone.
-        assert follower in {s.leader for s in down}, timeline
-        assert {s.leader for s in down} <= {follower, None}, timeline
+        if not result.precondition(
+            f"the stale follower {follower} was elected (unclean) while the old leader was down",
+            follower in leaders_down and leaders_down <= {follower, None},
+            timeline,
+        ):
+            return
         assert result.count("lost_acked") > 0
         assert "lost_acked" in result.audit.failed_by
         lost = dict(result.audit.facts.anomalies)["lost_acked"].examples
@@ -231,21 +265,28 @@ def test_isr2(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
         row = re.search(r'<td class="mono">lost_acked</td><td class="num">([\d,]+)</td>', page)
         assert row is not None
         assert int(row.group(1).replace(",", "")) == result.count("lost_acked")
-        assert "Shrinking ISR" in page
-        assert '<span class="tag yes">observed</span>' in page
-    else:
-        assert result.count("lost_acked") == 0
-        assert result.count("unseen_by_group") == 0
-    if variant == "remediated":
+        shown = re.search(r'Shrinking ISR</span>.*?<span class="tag (\w+)">([^<]+)</span>', page, re.S)
+        result.symptom(
+            "the incident report shows the broker log line 'Shrinking ISR' as observed",
+            shown is not None and shown.group(1) == "yes",
+            shown.group(2) if shown else "no 'Shrinking ISR' row in the report",
+        )
+    elif variant == "remediated":
         # acks=all with min.insync.replicas=2: nothing is acknowledged while one replica is in sync (ISR3);
         # the producer's retries hold the writes (NOT_ENOUGH_REPLICAS) until the ISR is back to 2 ...
         assert acked_narrow == [], acked_narrow[:3]
         # ... and Kafka 4.1's ELR (KIP-966) let the follower lead cleanly before the old leader returned.
-        assert follower in {s.leader for s in down}, timeline
-        assert {s.leader for s in down} <= {follower, None}, timeline
-    if variant == "unclean_off":
+        result.symptom(
+            f"Kafka's ELR elected follower {follower} cleanly while the old leader was down",
+            follower in leaders_down and leaders_down <= {follower, None},
+            timeline,
+        )
+    else:
         # The seed's case: offline from the fencing until the old leader itself is back.
-        assert {s.leader for s in down} == {None}, timeline
-        back = [s for s in spans if s.first_mono > cut_healed]
-        assert back, timeline
-        assert back[0].leader == leader, timeline
+        assert leaders_down == {None}, timeline
+        back = [s for s in spans if cut_healed is not None and s.first_mono > cut_healed]
+        result.symptom(
+            f"the old leader {leader} led the partition again once back",
+            bool(back) and back[0].leader == leader,
+            timeline,
+        )

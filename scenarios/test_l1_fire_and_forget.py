@@ -41,6 +41,10 @@ the broker's only way to signal an error is to close the connection). B also log
 1,2,3 to 1" while cut — a local view it cannot commit to the controller. In ``remediated`` the writes to P
 just wait: no error reaches the application, acknowledgements resume on the new leader.
 
+What the test checks: the audit (above); the case's preconditions — the cut was injected and healed,
+and P's leadership moved off B; as evidence (symptoms), that the application saw no error in
+``vulnerable``.
+
 Measured (docs: the report's section): leader moved 5.7–6.5 s after the cut; ``vulnerable`` ``lost_acked``
 564 of 1665 sends, every send reported ``ok``; ``remediated`` 0 lost, 0 errors, the longest ack latency
 9.9 s (the writes to P held during the failover). Durations 28 s / 23 s.
@@ -48,21 +52,14 @@ Measured (docs: the report's section): leader moved 5.7–6.5 s after the cut; `
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import pytest
+import contextlib
 
 from chaos.faults.network import NetworkCut
 from chaos.history import DrainRead, Event, SendInvoke
-from chaos.report.inputs import ExpectedSymptom
-from chaos.scenario import Scenario, ScenarioRun, Variant, views
-from chaos.workload import IDEMPOTENT, ThreadMember
-
-pytestmark = pytest.mark.chaos
+from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
+from chaos.workload import FIRE_AND_FORGET, IDEMPOTENT
 
 RATE = 100.0
-TOPIC_CONFIG = {"min.insync.replicas": 2}
-FIRE_AND_FORGET = {"acks": 0, "retries": 0, "enable.idempotence": False}
 
 SCENARIO = Scenario(
     scenario_id="producer_fire_and_forget_loss",
@@ -73,17 +70,14 @@ SCENARIO = Scenario(
         "网络抖动，导致消息压根就没有发送到Broker端 … 如果出现消息丢失，我们是无法知晓的 "
         "(none: the application sees no error)"
     ),
-    module="scenarios/test_l1_fire_and_forget.py",
-    test="test_l1",
+    guarantee="at_least_once",
+    topic_config={"min.insync.replicas": 2},
     variants=(
         Variant(
-            name="vulnerable",
-            description="acks=0, no retries: a send counts as delivered once written to the socket",
-            guarantee="at_least_once",
+            "vulnerable",
+            "acks=0, no retries: a send counts as delivered once written to the socket",
             expected_verdict="fail",
-            client_profile="fire_and_forget",
-            producer_config=FIRE_AND_FORGET,
-            topic_config=TOPIC_CONFIG,
+            client=FIRE_AND_FORGET,
             expected_symptoms=(
                 ExpectedSymptom(
                     "broker_log",
@@ -93,13 +87,10 @@ SCENARIO = Scenario(
             ),
         ),
         Variant(
-            name="remediated",
-            description="acks=all, idempotent producer; the delivery report is the only success signal",
-            guarantee="at_least_once",
+            "remediated",
+            "acks=all, idempotent producer; the delivery report is the only success signal",
             expected_verdict="pass",
-            client_profile="idempotent",
-            producer_config=dict(IDEMPOTENT.producer),
-            topic_config=TOPIC_CONFIG,
+            client=IDEMPOTENT,
         ),
     ),
     remediation=(
@@ -121,62 +112,81 @@ def _drained_ids(events: tuple[Event, ...]) -> set[str]:
     return {e.value_id for e in events if isinstance(e, DrainRead) and e.value_id is not None}
 
 
-@pytest.mark.parametrize("variant", SCENARIO.variant_names)
-def test_l1(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
-    with scenario_run(SCENARIO, variant) as run:
-        run.create_topic(partitions=3, replication_factor=3)
-        run.introspect(interval_s=0.5)
-        member = ThreadMember(run.member("consumer-0", batch_size=200), run.record).start()
-        run.on_close(lambda: member.stop())
-        producer = run.producer(rate=RATE, duration_s=120.0, flush_timeout_s=10.0)
-        run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
+@chaos_scenario(SCENARIO)
+def test_l1(run: ScenarioRun) -> None:
+    variant = run.variant.name
+    run.create_topic(partitions=3, replication_factor=3)
+    run.introspect(interval_s=0.5)
+    run.member("consumer-0", batch_size=200)
+    producer = run.producer(rate=RATE, duration_s=120.0, flush_timeout_s=10.0)
+    run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
 
-        target = run.target_partition()
-        broker, partition = target.leader, target.partition
-        cut = run.fault(NetworkCut, broker)
-        cut.inject()
+    target = run.target_partition()
+    broker, partition = target.leader, target.partition
+    cut = run.fault(NetworkCut, broker)
+    cut.inject()
+    moved_s: float | None = None
+    with contextlib.suppress(AssertionError):  # a precondition, recorded after finish()
         moved_s = run.wait_until(
             f"partition {partition} gets a leader other than the cut broker {broker}",
             lambda: _leader(run, partition) not in (broker, -1),
             40,
         )
-        run.note(f"p{partition}: leader {_leader(run, partition)} {moved_s:.1f} s after the cut of {broker}")
-        sent_at_move = sum(isinstance(e, SendInvoke) for e in run.events())
-        run.wait_for(
-            "2 s of sends after the election",
-            lambda ev: sum(isinstance(e, SendInvoke) for e in ev) >= sent_at_move + 2 * RATE,
-            30,
-        )
-        cut.heal()
-        producer.stop()
-        run.wait_caught_up(40)
-        result = run.finish()
+    moved = f"{moved_s:.1f} s" if moved_s is not None else "not within 40 s"
+    run.note(f"p{partition}: leader {_leader(run, partition)} {moved} after the cut of {broker}")
+    sent_at_move = sum(isinstance(e, SendInvoke) for e in run.events())
+    run.wait_for(
+        "2 s of sends after the election",
+        lambda ev: sum(isinstance(e, SendInvoke) for e in ev) >= sent_at_move + 2 * RATE,
+        30,
+    )
+    cut.heal()
+    producer.stop()
+    run.wait_caught_up(40)
+    result = run.finish()
 
     events = result.events
-    healed = views.fault_window(events, "network_cut")[1]
-    assert healed is not None
+    injected, healed = views.fault_window(events, "network_cut")
     not_ok = [e for e in views.outcomes(events) if e.outcome != "ok"]
     sent = {e.value_id for e in events if isinstance(e, SendInvoke)}
     missing = sent - _drained_ids(events)
     errored = {e.value_id for e in not_ok}
     lost = dict(result.audit.facts.anomalies)["lost_acked"].examples
     print(
-        f"\n{variant}: cut broker {broker} (leader of p{partition}); leader moved {moved_s:.1f} s after "
-        f"the cut; non-ok sends {len(not_ok)} {sorted({e.error or '' for e in not_ok})}; missing from the "
-        f"log {len(missing)}, of which errored {len(missing & errored)}\n{result.summary()}"
+        f"\n{variant}: cut broker {broker} (leader of p{partition}); leader moved {moved} after the cut; "
+        f"non-ok sends {len(not_ok)} {sorted({e.error or '' for e in not_ok})}; missing from the log "
+        f"{len(missing)}, of which errored {len(missing & errored)}"
     )
 
-    assert result.audit.facts.problems == ()
-    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
     assert result.count("unseen_by_group") == 0
+    fault_landed = result.precondition(
+        f"the network cut of broker {broker} was injected and healed",
+        healed is not None,
+        f"injected at {injected:.2f}, healed at {healed} (monotonic s)",
+    )
+    leader_moved = result.precondition(
+        f"p{partition} got a leader other than the cut broker {broker}", moved_s is not None, moved
+    )
     if variant == "vulnerable":
         # Reported delivered, never written: the loss is silent.
-        assert result.count("lost_acked") > 0
-        assert "lost_acked" in result.audit.failed_by
-        assert not_ok == [], "fire and forget: the application saw no error"
-        assert missing == views.acked_ids(events) & missing
-        assert all(e.partition == partition for e in lost), lost
-        assert all(e.ts is not None and e.ts >= views.faults(events, "network_cut")[0].ts for e in lost)
+        result.symptom(
+            "every send was reported delivered (fire and forget: no error reached the application)",
+            not not_ok,
+            f"{len(not_ok)} non-ok sends: {sorted({e.error or '' for e in not_ok})}",
+        )
+        unacked = missing - views.acked_ids(events)
+        result.symptom(
+            "every value missing from the log had been reported delivered",
+            not unacked,
+            f"{len(unacked)} of {len(missing)} missing values not acknowledged",
+        )
+        if fault_landed and leader_moved:
+            assert result.count("lost_acked") > 0
+            assert "lost_acked" in result.audit.failed_by
+            # Lost: the values sent to P after the cut, while B still took them.
+            assert all(e.partition == partition for e in lost), lost
+            cut_ts = views.faults(events, "network_cut")[0].ts
+            assert all(e.ts is not None and e.ts >= cut_ts for e in lost), lost
     else:
         # Nothing acknowledged is missing; whatever is missing had a reported error or unknown outcome.
         assert result.count("lost_acked") == 0

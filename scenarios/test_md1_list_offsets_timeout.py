@@ -36,26 +36,20 @@ Client log: no connection error and no ``REQTMOUT`` line in either variant — t
 silent, and librdkafka's own request timeout (``socket.timeout.ms``, 12 s ``ci``) is longer than T.
 
 Verdicts: only reads are faulted, so both variants audit ``pass`` (at_least_once, no loss, no duplicate).
-The symptoms are asserted on the history: ``probe_call`` events (operation, error code, duration, timeout
-passed) and the ``latency`` fault window.
+The symptoms are recorded as evidence from the history: ``probe_call`` events (operation, error code,
+duration, timeout passed); the ``latency`` fault window (in place around every call) and, in
+``remediated``, B's answer taking ≥ 0.95 L are the case's preconditions.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import pytest
 
 from chaos.faults.toxics import Latency
 from chaos.history import ProbeCall
-from chaos.report.inputs import ExpectedSymptom
-from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
 from chaos.workload import AT_LEAST_ONCE
 
-pytestmark = pytest.mark.chaos
-
-TOPIC_CONFIG = {"min.insync.replicas": 2}
-PRODUCER = dict(AT_LEAST_ONCE.producer)
 RECORDS = 60
 
 SCENARIO = Scenario(
@@ -68,33 +62,21 @@ SCENARIO = Scenario(
         "by request.timeout.ms expires — org.apache.kafka.common.errors.TimeoutException: Failed to get "
         "offsets by times in 30000ms"
     ),
-    module="scenarios/test_md1_list_offsets_timeout.py",
-    test="test_md1",
+    guarantee="at_least_once",
+    expected_verdict="pass",
+    client=AT_LEAST_ONCE,
+    topic_config={"min.insync.replicas": 2},
     variants=(
         Variant(
-            name="vulnerable",
-            description="Latency L on the leader's client path before the client starts; per-call timeout "
-            "T = L / 2.",
-            guarantee="at_least_once",
-            expected_verdict="pass",
-            client_profile="at_least_once",
-            producer_config=PRODUCER,
-            topic_config=TOPIC_CONFIG,
+            "vulnerable",
+            "Latency L on the leader's client path before the client starts; per-call timeout T = L / 2.",
             expected_symptoms=(
                 ExpectedSymptom(
                     "error_code", "_TIMED_OUT", "end offsets of the slow leader's partition time out after T"
                 ),
             ),
         ),
-        Variant(
-            name="remediated",
-            description="Same latency; per-call timeout raised above it (T = 4 L, seed remedy 2).",
-            guarantee="at_least_once",
-            expected_verdict="pass",
-            client_profile="at_least_once",
-            producer_config=PRODUCER,
-            topic_config=TOPIC_CONFIG,
-        ),
+        Variant("remediated", "Same latency; per-call timeout raised above it (T = 4 L, seed remedy 2)."),
     ),
     remediation=(
         "Give the end-offsets call a timeout above the worst latency of the leader's path "
@@ -107,63 +89,111 @@ SCENARIO = Scenario(
 )
 
 
-@pytest.mark.parametrize("variant", SCENARIO.variant_names)
-def test_md1(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
-    with scenario_run(SCENARIO, variant) as run:
-        run.create_topic(partitions=3, replication_factor=3)
-        run.prefill(RECORDS)
-        t_vulnerable_s = run.time.request_timeout_ms / 5000
-        latency_ms = round(2000 * t_vulnerable_s)
-        timeout_s = t_vulnerable_s if variant == "vulnerable" else 4 * latency_ms / 1000
-        target = run.target_partition()
-        broker, led = target.leader, target.partition
-        order = [led, *(p for p in range(3) if p != led)]
-        fault = run.fault(Latency, broker, latency_ms, paths=("ext",), direction="downstream")
-        fault.inject()  # before the restore client exists
-        run.note(f"latency {latency_ms} ms on broker {broker}'s client path; restore with T = {timeout_s} s")
-        restored = run.restore_reader(call_timeout_s=timeout_s, poll_timeout_s=4 * latency_ms / 1000).restore(
-            order
-        )
-        fault.heal()
-        result = run.finish()
+@chaos_scenario(SCENARIO)
+def test_md1(run: ScenarioRun) -> None:
+    variant = run.variant.name
+    run.create_topic(partitions=3, replication_factor=3)
+    run.prefill(RECORDS)
+    t_vulnerable_s = run.time.request_timeout_ms / 5000
+    latency_ms = round(2000 * t_vulnerable_s)
+    timeout_s = t_vulnerable_s if variant == "vulnerable" else 4 * latency_ms / 1000
+    target = run.target_partition()
+    broker, led = target.leader, target.partition
+    order = [led, *(p for p in range(3) if p != led)]
+    fault = run.fault(Latency, broker, latency_ms, paths=("ext",), direction="downstream")
+    fault.inject()  # before the restore client exists
+    run.note(f"latency {latency_ms} ms on broker {broker}'s client path; restore with T = {timeout_s} s")
+    restored = run.restore_reader(call_timeout_s=timeout_s, poll_timeout_s=4 * latency_ms / 1000).restore(
+        order
+    )
+    fault.heal()
+    result = run.finish()
 
+    # Verdicts: reads only, nothing lost or duplicated.
+    assert result.count("lost_acked") == result.count("duplicate_in_log") == 0
     events = result.events
     injected, healed = views.fault_window(events, "latency")
     offsets = views.probe_calls(events, "list_offsets")
     by_partition: dict[int, ProbeCall] = {p.partition: p for p in offsets if p.partition is not None}
-    mine = by_partition[led]
-    others = [by_partition[p] for p in order if p != led]
     logs = [e for e in views.client_logs(events) if e.process == "restore"]
+    calls = [(p.partition, p.error, round(p.duration_ms)) for p in offsets]
     print(
-        f"\n{variant}: latency {latency_ms} ms on broker {broker} (leader of partition {led}); "
-        f"T {timeout_s} s; "
-        f"restore {[(r.partition, r.ok, r.error) for r in restored]}; list_offsets "
-        f"{[(p.partition, p.error, round(p.duration_ms)) for p in offsets]}; restore client logs "
-        f"{[(e.facility, (e.message or '')[-90:]) for e in logs]}\n{result.summary()}"
+        f"{variant}: latency {latency_ms} ms on broker {broker} (leader of p{led}); T {timeout_s} s; "
+        f"restore {[(r.partition, r.ok, r.error) for r in restored]}; list_offsets {calls}; restore client "
+        f"logs {[(e.facility, (e.message or '')[-90:]) for e in logs]}"
     )
 
-    # Verdicts: reads only, nothing lost or duplicated.
-    assert result.audit.facts.problems == ()
-    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
-    assert result.count("lost_acked") == result.count("duplicate_in_log") == 0
-    assert len(offsets) == 3
+    asked = result.precondition(
+        "the restore asked the end offsets of each of the 3 partitions once",
+        len(offsets) == 3 and set(by_partition) == set(order),
+        calls,
+    )
     # The fault was in place before the first restore call and lifted after the last one.
-    assert healed is not None
-    assert injected < min(p.mono - p.duration_ms / 1000 for p in offsets)
-    assert max(p.mono for p in offsets) <= healed
+    result.precondition(
+        "the latency was in place from before the first restore call until after the last one",
+        bool(offsets)
+        and healed is not None
+        and injected < min(p.mono - p.duration_ms / 1000 for p in offsets)
+        and max(p.mono for p in offsets) <= healed,
+        f"latency {injected:.2f} → {healed}; calls (start, end) "
+        f"{[(round(p.mono - p.duration_ms / 1000, 2), round(p.mono, 2)) for p in offsets]}",
+    )
+    if not asked:
+        return
+    mine = by_partition[led]
+    others = [by_partition[p] for p in order if p != led]
     # Only B's partition is affected: the others' leaders answer through healthy paths, faster than L.
-    assert all(p.error is None and p.duration_ms < latency_ms for p in others), others
-    assert mine.timeout_ms == pytest.approx(timeout_s * 1000)
+    result.symptom(
+        f"the partitions led by healthy brokers answered their end offsets within L = {latency_ms} ms",
+        all(p.error is None and p.duration_ms < latency_ms for p in others),
+        [(p.partition, p.error, round(p.duration_ms)) for p in others],
+    )
+    result.symptom(
+        f"the end-offsets call of p{led} was given T = {timeout_s} s",
+        mine.timeout_ms == pytest.approx(timeout_s * 1000),
+        mine.timeout_ms,
+    )
     # The broker was slow, never silent nor refusing: no connection failure on the restore clients.
-    assert not [e for e in logs if e.facility == "FAIL" or "timed out" in (e.message or "")], logs
+    failures = [e for e in logs if e.facility == "FAIL" or "timed out" in (e.message or "")]
+    result.symptom(
+        "no connection failure on the restore clients (the broker is slow, not silent)",
+        not failures,
+        [(e.facility, (e.message or "")[-90:]) for e in failures],
+    )
     if variant == "vulnerable":
-        assert mine.error == "_TIMED_OUT", mine
-        assert 0.95 * timeout_s * 1000 <= mine.duration_ms <= timeout_s * 1000 + 1500, mine
-        assert not restored[0].ok, restored
-        assert all(r.ok for r in restored[1:]), restored
+        result.symptom(
+            f"the end offsets of broker {broker}'s partition p{led} failed with _TIMED_OUT",
+            mine.error == "_TIMED_OUT",
+            mine,
+        )
+        result.symptom(
+            f"the call failed after ≈ T ({timeout_s} s: ≥ 0.95 T, ≤ T + 1.5 s)",
+            0.95 * timeout_s * 1000 <= mine.duration_ms <= timeout_s * 1000 + 1500,
+            f"{mine.duration_ms:.0f} ms",
+        )
+        outcomes = [(r.partition, r.ok, r.error) for r in restored]
+        result.symptom(f"the restore of p{led} failed", not restored[0].ok, outcomes)
+        result.symptom("the other partitions were restored", all(r.ok for r in restored[1:]), outcomes)
     else:
-        assert all(r.ok for r in restored), restored
-        assert mine.error is None, mine
         # The answer came through the slow path: it took at least L, more than T_vulnerable — the seed's
         # 30 s would have failed the same way — and less than the raised T.
-        assert 0.95 * latency_ms <= mine.duration_ms < timeout_s * 1000, mine
+        result.precondition(
+            f"broker {broker}'s answer came through the slow path (≥ 0.95 L = {0.95 * latency_ms:.0f} ms)",
+            0.95 * latency_ms <= mine.duration_ms,
+            f"{mine.duration_ms:.0f} ms",
+        )
+        result.symptom(
+            "every partition was restored",
+            all(r.ok for r in restored),
+            [(r.partition, r.error) for r in restored],
+        )
+        result.symptom(
+            f"the end offsets of broker {broker}'s partition p{led} came without error",
+            mine.error is None,
+            mine,
+        )
+        result.symptom(
+            f"the end offsets of p{led} came within T = {timeout_s} s",
+            mine.duration_ms < timeout_s * 1000,
+            f"{mine.duration_ms:.0f} ms",
+        )

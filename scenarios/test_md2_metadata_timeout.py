@@ -44,40 +44,18 @@ T_remediated = 6 · L.
   that answered first; the seed's "remove the bad node from bootstrap.servers" is unnecessary here.
 
 Verdicts: only metadata reads are faulted: every variant audits ``pass`` (at_least_once, no loss, no
-duplicate). Symptoms asserted on the history: the ``metadata`` probe call (error code, duration, timeout
-passed) and the ``latency`` fault windows around it.
+duplicate). The ``remediated`` and ``healthy_broker`` calls must succeed (the remedy's claim). Recorded as
+evidence from the history: the ``metadata`` probe call's error code and duration (symptoms); the case's
+preconditions are the ``latency`` fault windows around the call and the timeout it was given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import pytest
-
 from chaos.faults.toxics import Latency
-from chaos.report.inputs import ExpectedSymptom
-from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
 from chaos.workload import AT_LEAST_ONCE, startup_probe
 
-pytestmark = pytest.mark.chaos
-
-TOPIC_CONFIG = {"min.insync.replicas": 2}
-PRODUCER = dict(AT_LEAST_ONCE.producer)
 RECORDS = 60
-
-
-def _variant(name: str, description: str, *symptoms: ExpectedSymptom) -> Variant:
-    return Variant(
-        name=name,
-        description=description,
-        guarantee="at_least_once",
-        expected_verdict="pass",
-        client_profile="at_least_once",
-        producer_config=PRODUCER,
-        topic_config=TOPIC_CONFIG,
-        expected_symptoms=symptoms,
-    )
-
 
 SCENARIO = Scenario(
     scenario_id="md_partitions_for_default_api_timeout_60s",
@@ -88,23 +66,33 @@ SCENARIO = Scenario(
         "TimeoutException - if the offset metadata could not be fetched before the amount of time allocated "
         "by default.api.timeout.ms expires."
     ),
-    module="scenarios/test_md2_metadata_timeout.py",
-    test="test_md2",
+    guarantee="at_least_once",
+    expected_verdict="pass",
+    client=AT_LEAST_ONCE,
+    topic_config={"min.insync.replicas": 2},
     variants=(
-        _variant(
+        Variant(
             "vulnerable",
             "Latency L on every broker's client path; list_topics(topic, T = L / 2) from a fresh client.",
-            ExpectedSymptom(
-                "error_code", "_TRANSPORT", "Failed to get metadata: Local: Broker transport failure, after T"
+            expected_symptoms=(
+                ExpectedSymptom(
+                    "error_code",
+                    "_TRANSPORT",
+                    "Failed to get metadata: Local: Broker transport failure, after T",
+                ),
             ),
         ),
-        _variant(
+        Variant(
             "slow_answer",
             "Same latency; T = 1.5 L: the handshake completes, the Metadata answer does not.",
-            ExpectedSymptom("error_code", "_TIMED_OUT", "Failed to get metadata: Local: Timed out, after T"),
+            expected_symptoms=(
+                ExpectedSymptom(
+                    "error_code", "_TIMED_OUT", "Failed to get metadata: Local: Timed out, after T"
+                ),
+            ),
         ),
-        _variant("remediated", "Same latency; the call's timeout raised above it (T = 6 L)."),
-        _variant(
+        Variant("remediated", "Same latency; the call's timeout raised above it (T = 6 L)."),
+        Variant(
             "healthy_broker",
             "Latency L on one broker only (a healthy broker reachable); T = L / 2: the call succeeds.",
         ),
@@ -119,63 +107,82 @@ SCENARIO = Scenario(
 )
 
 
-@pytest.mark.parametrize("variant", SCENARIO.variant_names)
-def test_md2(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
-    with scenario_run(SCENARIO, variant) as run:
-        run.create_topic(partitions=3, replication_factor=3)
-        run.prefill(RECORDS)
-        t_vulnerable_s = run.time.api_timeout_s / 10
-        latency_ms = round(2000 * t_vulnerable_s)
-        timeout_s = {"remediated": 6.0, "slow_answer": 1.5}.get(variant, 0.5) * latency_ms / 1000
-        if variant == "healthy_broker":
-            slow = [next(s.leader for s in run.cluster.describe_partitions([run.topic]) if s.partition == 0)]
-        else:
-            slow = sorted(b.node_id for b in run.cluster.brokers)
-        faults = [run.fault(Latency, b, latency_ms, paths=("ext",), direction="downstream") for b in slow]
-        for fault in faults:
-            fault.inject()  # before the probing client exists
-        run.note(f"latency {latency_ms} ms on brokers {slow}; list_topics with T = {timeout_s} s")
-        ok = startup_probe(
-            run.bootstrap, run.topic, run.record, run.run_id, timeout_s=timeout_s, time_profile=run.time
-        )
-        for fault in faults:
-            fault.heal()
-        result = run.finish()
+@chaos_scenario(SCENARIO)
+def test_md2(run: ScenarioRun) -> None:
+    variant = run.variant.name
+    run.create_topic(partitions=3, replication_factor=3)
+    run.prefill(RECORDS)
+    t_vulnerable_s = run.time.api_timeout_s / 10
+    latency_ms = round(2000 * t_vulnerable_s)
+    timeout_s = {"remediated": 6.0, "slow_answer": 1.5}.get(variant, 0.5) * latency_ms / 1000
+    if variant == "healthy_broker":
+        slow = [next(s.leader for s in run.cluster.describe_partitions([run.topic]) if s.partition == 0)]
+    else:
+        slow = sorted(b.node_id for b in run.cluster.brokers)
+    faults = [run.fault(Latency, b, latency_ms, paths=("ext",), direction="downstream") for b in slow]
+    for fault in faults:
+        fault.inject()  # before the probing client exists
+    run.note(f"latency {latency_ms} ms on brokers {slow}; list_topics with T = {timeout_s} s")
+    ok = startup_probe(
+        run.bootstrap, run.topic, run.record, run.run_id, timeout_s=timeout_s, time_profile=run.time
+    )
+    for fault in faults:
+        fault.heal()
+    result = run.finish()
 
     events = result.events
-    calls = views.probe_calls(events, "metadata")
-    latency = [e for e in views.faults(events, "latency")]
+    (call,) = views.probe_calls(events, "metadata")
+    latency = views.faults(events, "latency")
     injects = [e.mono for e in latency if e.action == "inject"]
     heals = [e.mono for e in latency if e.action == "heal"]
     logs = [e for e in views.client_logs(events) if e.process == "probe"]
     print(
         f"\n{variant}: latency {latency_ms} ms on brokers {slow}; T {timeout_s} s; metadata "
-        f"{[(p.error, p.message, round(p.duration_ms)) for p in calls]}; probe client logs "
-        f"{[(e.facility, (e.message or '')[-90:]) for e in logs]}\n{result.summary()}"
+        f"{(call.error, call.message, round(call.duration_ms))}; probe client logs "
+        f"{[(e.facility, (e.message or '')[-90:]) for e in logs]}"
     )
 
-    assert result.audit.facts.problems == ()
-    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
     assert result.count("lost_acked") == result.count("duplicate_in_log") == 0
-    (call,) = calls
-    assert len(injects) == len(heals) == len(slow)
+    call_start = call.mono - call.duration_ms / 1000
     # Every toxic was in place before the client started and lifted only after its call returned.
-    assert max(injects) < call.mono - call.duration_ms / 1000
-    assert call.mono <= min(heals)
-    assert call.timeout_ms == pytest.approx(timeout_s * 1000)
+    result.precondition(
+        f"a latency toxic on each of brokers {slow}, in place for the whole metadata call",
+        len(injects) == len(heals) == len(slow) and max(injects) < call_start and call.mono <= min(heals),
+        f"{len(injects)} injects, {len(heals)} heals; call from {call_start:.2f} to {call.mono:.2f}; "
+        f"injected at {[round(t, 2) for t in injects]}, healed at {[round(t, 2) for t in heals]}",
+    )
+    result.precondition(
+        f"the metadata call was given T = {timeout_s} s",
+        call.timeout_ms is not None and abs(call.timeout_ms - timeout_s * 1000) < 1.0,
+        f"timeout_ms {call.timeout_ms}",
+    )
+    seen = f"ok {ok}, error {call.error} ({call.message}), {call.duration_ms:.0f} ms"
     if variant in ("vulnerable", "slow_answer"):
-        assert not ok
         # No broker usable within T (every handshake needs L > T): _TRANSPORT; a broker usable but its
         # Metadata answer later than T: _TIMED_OUT. Either way the call fails at its own timeout.
-        assert call.error == ("_TRANSPORT" if variant == "vulnerable" else "_TIMED_OUT"), call
-        assert 0.95 * timeout_s * 1000 <= call.duration_ms <= timeout_s * 1000 + 1500, call
-    elif variant == "remediated":
-        assert ok, call
-        assert call.error is None, call
+        code = "_TRANSPORT" if variant == "vulnerable" else "_TIMED_OUT"
+        result.symptom(
+            f"list_topics failed with {code} at its own timeout (0.95 T .. T + 1.5 s, T = {timeout_s} s)",
+            not ok
+            and call.error == code
+            and 0.95 * timeout_s * 1000 <= call.duration_ms <= timeout_s * 1000 + 1500,
+            seen,
+        )
+        return
+    # The remedy: the metadata arrives.
+    assert ok, call
+    assert call.error is None, call
+    if variant == "remediated":
         # The handshake and the Metadata answer came through the slow path (≥ 2 L) within the raised T.
-        assert 0.95 * 2 * latency_ms <= call.duration_ms < timeout_s * 1000, call
+        result.symptom(
+            f"the call took 0.95 · 2 L .. T (L = {latency_ms} ms, T = {timeout_s} s)",
+            0.95 * 2 * latency_ms <= call.duration_ms < timeout_s * 1000,
+            seen,
+        )
     else:
-        assert ok, call
-        assert call.error is None, call
         # Not through the slow broker: faster than a single slow round trip.
-        assert call.duration_ms < latency_ms, call
+        result.symptom(
+            f"the call took less than one slow round trip (L = {latency_ms} ms)",
+            call.duration_ms < latency_ms,
+            seen,
+        )

@@ -8,7 +8,7 @@ the group — and the restarted Java client failed exactly 60 s after its start 
 Timeout expired while fetching topic metadata``. The seed's reading: the start coincided with the
 coordinator removing the previous member, so reading offsets timed out.
 
-What librdkafka does (measured; the assertions encode it, as PB1 does):
+What librdkafka does (measured; the test records it as evidence, as PB1 does):
 
 - the restarted client's start-up reads do **not** time out: a fresh client connects to every bootstrap
   broker and uses the first that answers, so the cut broker does not hold up ``list_topics(topic)`` (Java's
@@ -55,42 +55,26 @@ follower, for the ISR shrink (``replica.lag.time.max.ms``, 6 s ``ci``), which ca
 ``request.timeout.ms`` (6 s ``ci``): a non-idempotent producer then retries and duplicates — measured once
 in three runs with the ``at_least_once`` profile (24 of 30 records written twice, D1's mechanism), a side
 effect unrelated to MD3.
+
+What the test checks: the audit, and the restarted member's assignment delay — the availability figure —
+which in ``remediated`` and ``graceful`` must stay under a session. The probes' results, the coordinator's
+log lines, the generations and the expiry timing are recorded as evidence (symptoms); the timeline's order
+(cut, then stop, then restart — in ``vulnerable`` inside the old member's session) is the case's
+precondition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-
 from chaos.faults.network import NetworkCut
 from chaos.history import Commit, Event
-from chaos.report.inputs import ExpectedSymptom
-from chaos.scenario import Scenario, ScenarioRun, Variant, views
-from chaos.workload import IDEMPOTENT, ProcessMember, ThreadMember, startup_probe
+from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
+from chaos.workload import IDEMPOTENT, ProcessMember, startup_probe
 
-pytestmark = pytest.mark.chaos
-
-TOPIC_CONFIG = {"min.insync.replicas": 2}
-PRODUCER = dict(IDEMPOTENT.producer)
 RECORDS = 60
 MORE = 30
-
-
-def _variant(name: str, description: str, *symptoms: ExpectedSymptom) -> Variant:
-    return Variant(
-        name=name,
-        description=description,
-        guarantee="idempotent",
-        expected_verdict="pass",
-        client_profile="idempotent",
-        producer_config=PRODUCER,
-        topic_config=TOPIC_CONFIG,
-        expected_symptoms=symptoms,
-    )
-
 
 SCENARIO = Scenario(
     scenario_id="md_fast_client_restart_metadata_timeout",
@@ -101,23 +85,27 @@ SCENARIO = Scenario(
         "第一次重启kafka client端（stop then start）失败！ — Application run failed … "
         "org.apache.kafka.common.errors.TimeoutException: Timeout expired while fetching topic metadata"
     ),
-    module="scenarios/test_md3_fast_restart.py",
-    test="test_md3",
+    guarantee="idempotent",
+    expected_verdict="pass",
+    client=IDEMPOTENT,
+    topic_config={"min.insync.replicas": 2},
     variants=(
-        _variant(
+        Variant(
             "vulnerable",
             "Old client killed (no LeaveGroup), restarted at once inside its session, broker cut.",
-            ExpectedSymptom(
-                "broker_log",
-                "heartbeat expiration",
-                "the restarted member's assignment waits until the coordinator expires the old member",
+            expected_symptoms=(
+                ExpectedSymptom(
+                    "broker_log",
+                    "heartbeat expiration",
+                    "the restarted member's assignment waits until the coordinator expires the old member",
+                ),
             ),
         ),
-        _variant(
+        Variant(
             "remediated",
             "Old client killed; restarted once the coordinator has expired the old member (seed lesson 3).",
         ),
-        _variant("graceful", "Old client closed properly (LeaveGroup), restarted at once."),
+        Variant("graceful", "Old client closed properly (LeaveGroup), restarted at once."),
     ),
     remediation=(
         "Do not restart a client inside its previous member's session (seed: 启停kafka客户端操作时也不要动作"
@@ -158,60 +146,71 @@ def _coordinator_lines(run_dir: Path, group: str, member: str) -> list[tuple[flo
     return sorted(found)
 
 
-@pytest.mark.parametrize("variant", SCENARIO.variant_names)
-def test_md3(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
-    with scenario_run(SCENARIO, variant) as run:
-        run.create_topic(partitions=3, replication_factor=3)
-        session_s = run.time.session_timeout_ms / 1000
-        api_timeout_s = run.time.api_timeout_s
-        spec = run.member("consumer-0", batch_size=100)
-        member = ProcessMember(spec, run.record).start()
-        run.on_close(lambda: member.stop() if member.running else None)
-        stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
-        assert stats.ok == RECORDS, stats
-        run.wait_for(
-            "the old member committed every prefilled record",
-            lambda ev: _committed_total(ev, "consumer-0", run.topic) == RECORDS,
-            30,
+def _committed_sum(result: str | None) -> int | None:
+    """The sum of the offsets in a ``committed`` probe's result (``"0:20 1:25 2:15"``); None if unreadable."""
+    try:
+        return sum(int(part.split(":")[1]) for part in (result or "").split())
+    except (IndexError, ValueError):
+        return None
+
+
+def _all_in(texts: list[str], part: str) -> bool:
+    """Whether every one of ``texts`` (at least one) contains ``part``."""
+    return bool(texts) and all(part in t for t in texts)
+
+
+@chaos_scenario(SCENARIO)
+def test_md3(run: ScenarioRun) -> None:
+    variant = run.variant.name
+    run.create_topic(partitions=3, replication_factor=3)
+    session_s = run.time.session_timeout_ms / 1000
+    api_timeout_s = run.time.api_timeout_s
+    member = ProcessMember(run.member_spec("consumer-0", batch_size=100), run.record).start()
+    run.on_close(lambda: member.stop() if member.running else None)
+    stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
+    assert stats.ok == RECORDS, stats
+    run.wait_for(
+        "the old member committed every prefilled record",
+        lambda ev: _committed_total(ev, "consumer-0", run.topic) == RECORDS,
+        30,
+    )
+    broker = run.target_partition(avoid_coordinator=True).leader
+    run.introspect(interval_s=0.5)
+    fault = run.fault(NetworkCut, broker)
+    fault.inject()
+    if variant == "graceful":
+        member.stop()
+    else:
+        member.crash()
+    run.note(f"old client {'closed' if variant == 'graceful' else 'killed'}")
+    if variant == "remediated":
+        waited = run.wait_until(
+            "the coordinator expired the old member", lambda: _group_members(run) == 0, 3 * session_s
         )
-        broker = run.target_partition(avoid_coordinator=True).leader
-        run.introspect(interval_s=0.5)
-        fault = run.fault(NetworkCut, broker)
-        fault.inject()
-        if variant == "graceful":
-            member.stop()
-        else:
-            member.crash()
-        run.note(f"old client {'closed' if variant == 'graceful' else 'killed'}")
-        if variant == "remediated":
-            waited = run.wait_until(
-                "the coordinator expired the old member", lambda: _group_members(run) == 0, 3 * session_s
-            )
-            run.note(f"group without members {waited:.1f} s after the kill")
-        run.note("client restart")
-        probed = startup_probe(
-            run.bootstrap,
-            run.topic,
-            run.record,
-            run.run_id,
-            timeout_s=api_timeout_s,
-            group=run.group,
-            time_profile=run.time,
-        )
-        # The restarted client: same actor name, a new member id (on a thread: no interpreter start to wait).
-        run.note("consumer started")
-        restarted = ThreadMember(spec, run.record).start()
-        run.on_close(lambda: restarted.stop())
-        more = run.producer("producer-1", count=MORE, rate=None, duration_s=30.0).join()
-        assert more.ok == MORE, more
-        run.wait_for(
-            "the restarted member delivered every record",
-            lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev),
-            3 * session_s + 10,
-        )
-        fault.heal()
-        run.wait_until("every broker sees the healed cluster", lambda: run.converged(full_isr=True), 60)
-        result = run.finish()
+        run.note(f"group without members {waited:.1f} s after the kill")
+    run.note("client restart")
+    probed = startup_probe(
+        run.bootstrap,
+        run.topic,
+        run.record,
+        run.run_id,
+        timeout_s=api_timeout_s,
+        group=run.group,
+        time_profile=run.time,
+    )
+    # The restarted client: same actor name, a new member id (on a thread: no interpreter start to wait).
+    run.note("consumer started")
+    run.member("consumer-0", batch_size=100)
+    more = run.producer("producer-1", count=MORE, rate=None, duration_s=30.0).join()
+    assert more.ok == MORE, more
+    run.wait_for(
+        "the restarted member delivered every record",
+        lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev),
+        3 * session_s + 10,
+    )
+    fault.heal()
+    run.wait_until("every broker sees the healed cluster", lambda: run.converged(full_isr=True), 60)
+    result = run.finish()
 
     events = result.events
     notes = {e.message: e for e in views.client_logs(events, facility="SCENARIO")}
@@ -233,54 +232,89 @@ def test_md3(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
     ]
     expired = [ts for ts, text in lines if "has failed, removing it from the group" in text]
     left = [ts for ts, text in lines if "explicit `LeaveGroup`" in text]
+    after_stop = [round(ts - stopped.ts, 2) for ts in expired]
+    assigned_s = new.mono - started.mono
     print(
         f"\n{variant}: cut broker {broker}; session {session_s} s; restart "
         f"+{restart.mono - stopped.mono:.2f} s after the old client "
         f"{'closed' if variant == 'graceful' else 'died'}; "
         f"probes {[(p.operation, p.error, round(p.duration_ms), p.result) for p in probes]}; "
-        f"old member expired {[round(ts - stopped.ts, 2) for ts in expired]} s / left {len(left)} after the "
-        f"stop; new member {[t[t.index('joins group') :][:60] for t in joined]}; "
-        f"assignment +{new.mono - started.mono:.2f} s after the consumer start "
-        f"(+{new.mono - stopped.mono:.2f} s after the stop), generation {old_gen} -> {new.generation}\n"
-        f"{result.summary()}"
+        f"old member expired {after_stop} s / left {len(left)} after the stop; new member "
+        f"{[t[t.index('joins group') :][:60] for t in joined]}; assignment +{assigned_s:.2f} s after the "
+        f"consumer start (+{new.mono - stopped.mono:.2f} s after the stop), generation {old_gen} -> "
+        f"{new.generation}"
     )
 
-    assert result.audit.facts.problems == ()
-    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
     assert result.count("lost_acked") == result.count("duplicate_in_log") == 0
-    assert cut < stopped.mono < restart.mono
+    result.precondition(
+        f"broker {broker} was cut before the old client stopped, and the client restarted after that",
+        cut < stopped.mono < restart.mono,
+        f"cut {cut:.2f}, stop {stopped.mono:.2f}, restart {restart.mono:.2f} (monotonic s)",
+    )
     # librdkafka's start-up reads do not time out: metadata and the committed offsets (all 60 records,
     # committed by the old member) arrive well within the seed's default.api.timeout.ms.
-    assert probed, probes
-    assert [p.operation for p in probes] == ["metadata", "committed"], probes
-    assert all(p.error is None and p.duration_ms < 0.5 * api_timeout_s * 1000 for p in probes), probes
-    committed = probes[1].result or ""
-    assert sum(int(part.split(":")[1]) for part in committed.split()) == RECORDS, committed
-    assert joined, "no JoinGroup of the new member in the coordinator's log"
+    result.symptom(
+        f"the start-up reads (metadata, committed) succeeded in < T / 2 (T = {api_timeout_s} s)",
+        probed
+        and [p.operation for p in probes] == ["metadata", "committed"]
+        and all(p.error is None and p.duration_ms < 0.5 * api_timeout_s * 1000 for p in probes),
+        [(p.operation, p.error, round(p.duration_ms)) for p in probes],
+    )
+    committed = next((p.result for p in probes if p.operation == "committed"), None)
+    result.symptom(
+        f"committed() returned the old member's offsets ({RECORDS} records)",
+        _committed_sum(committed) == RECORDS,
+        f"committed {committed!r}",
+    )
+    result.symptom("the coordinator logged the new member's JoinGroup", bool(joined), joined)
+    generations = f"generation {old_gen} -> {new.generation}"
     if variant == "graceful":
-        # close() sent LeaveGroup: the coordinator dropped the old member at once, no expiry; the new member
-        # joined an empty group (one generation for the emptying, one for the join) without waiting.
-        assert left, lines
-        assert not expired, lines
-        assert all("in Empty state" in t for t in joined), joined
-        assert new.generation == old_gen + 2, (old_gen, new)
-        assert new.mono - started.mono < session_s, new
-        return
-    # The old member died without LeaveGroup: the coordinator expired it (the seed's "Member … has failed,
-    # removing it from the group"), at most a session after its last heartbeat — which preceded the kill.
-    assert len(expired) == 1, lines
-    assert not left, lines
-    assert 0.5 * session_s <= expired[0] - stopped.ts <= session_s + 1.0, (expired, stopped.ts)
+        # close() sent LeaveGroup: the coordinator dropped the old member at once, no expiry.
+        result.symptom("the old member left through an explicit LeaveGroup", bool(left), lines)
+        result.symptom("the coordinator did not expire the old member", not expired, lines)
+    else:
+        # The old member died without LeaveGroup: the coordinator expired it (the seed's "Member … has
+        # failed, removing it from the group"), at most a session after its last heartbeat — which preceded
+        # the kill.
+        result.symptom(
+            'the coordinator expired the old member once ("has failed, removing it from the group")',
+            len(expired) == 1,
+            lines,
+        )
+        result.symptom("the old member sent no LeaveGroup", not left, lines)
+        result.symptom(
+            f"the expiry came 0.5 .. 1 session (+1 s) after the kill (session {session_s} s)",
+            bool(expired) and 0.5 * session_s <= expired[0] - stopped.ts <= session_s + 1.0,
+            f"expired {after_stop} s after the kill",
+        )
     if variant == "vulnerable":
         # Restarted inside the old member's session: the new member's join completed the rebalance only
         # once the old member was expired — one generation later, no earlier than the expiry.
-        assert restart.mono - stopped.mono < 0.5 * session_s
-        assert all("in Stable state" in t for t in joined), joined  # the old member still in the group
-        assert expired[0] - 0.05 <= new.ts <= expired[0] + 3.0, (expired, new.ts)
-        assert new.generation == old_gen + 1, (old_gen, new)
-    else:
-        # Restarted after the expiry: the new member joined an empty group, without waiting on a session.
-        assert expired[0] <= restart.ts
-        assert all("in Empty state" in t for t in joined), joined
-        assert new.generation == old_gen + 2, (old_gen, new)
-        assert new.mono - started.mono < session_s, new
+        result.precondition(
+            "the client restarted inside the old member's session (< session / 2 after the kill)",
+            restart.mono - stopped.mono < 0.5 * session_s,
+            f"restart {restart.mono - stopped.mono:.2f} s after the kill, session {session_s} s",
+        )
+        result.symptom(
+            "the new member joined while the old one was still in the group (Stable state)",
+            _all_in(joined, "in Stable state"),
+            joined,
+        )
+        result.symptom(
+            "the new member's assignment came with the old member's expiry (-0.05 .. +3 s)",
+            bool(expired) and expired[0] - 0.05 <= new.ts <= expired[0] + 3.0,
+            f"assigned {new.ts - stopped.ts:.2f} s after the kill, expired {after_stop} s after it",
+        )
+        result.symptom("the join took one generation", new.generation == old_gen + 1, generations)
+        return
+    if variant == "remediated":
+        result.symptom(
+            "the coordinator's expiry line precedes the restart",
+            bool(expired) and expired[0] <= restart.ts,
+            f"expired {after_stop} s, restart {restart.ts - stopped.ts:.2f} s after the kill",
+        )
+    # Restarted once the old member was gone (expired or left): the new member joined an empty group (one
+    # generation for the emptying, one for the join) without waiting on a session.
+    result.symptom("the new member joined an empty group", _all_in(joined, "in Empty state"), joined)
+    result.symptom("the join took two generations", new.generation == old_gen + 2, generations)
+    assert assigned_s < session_s, f"assigned {assigned_s:.2f} s after the start, session {session_s} s"

@@ -47,17 +47,11 @@ from __future__ import annotations
 
 import signal
 from collections import Counter
-from collections.abc import Callable
-
-import pytest
 
 from chaos.history import Commit, Delivery, TxnMarker
-from chaos.report.inputs import ExpectedSymptom
-from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
 from chaos.workload import IDEMPOTENT, TRANSACTIONAL, ProducerSpec, ProducerWorker
 from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec
-
-pytestmark = pytest.mark.chaos
 
 INPUTS = 300
 BATCH = 50
@@ -75,27 +69,21 @@ SCENARIO = Scenario(
         "对于atomic-read-process-write需要Producer提交offset — beginTransaction → send → "
         "sendOffsetsToTransaction → commitTransaction"
     ),
-    module="scenarios/test_o6_eos_crash.py",
-    test="test_o6",
+    guarantee="idempotent",
+    client=IDEMPOTENT,
+    consumer_config=GROUP,
     variants=(
         Variant(
-            name="vulnerable",
-            description="at-least-once transform: idempotent producer, flush, then commit the input offsets",
-            guarantee="idempotent",
+            "vulnerable",
+            "at-least-once transform: idempotent producer, flush, then commit the input offsets",
             expected_verdict="fail",
             client_profile="idempotent_transform",
-            producer_config=dict(IDEMPOTENT.producer),
-            consumer_config=GROUP,
         ),
         Variant(
-            name="remediated",
-            description="transactional transform (transactional.id, send_offsets_to_transaction), "
-            "read_committed",
-            guarantee="idempotent",
+            "remediated",
+            "transactional transform (transactional.id, send_offsets_to_transaction), read_committed",
             expected_verdict="pass",
             client_profile="transactional_transform",
-            producer_config=dict(IDEMPOTENT.producer),
-            consumer_config=GROUP,
             expected_symptoms=(
                 ExpectedSymptom("client_log", "init_transactions", "the restart fences the killed instance"),
             ),
@@ -128,79 +116,83 @@ def _spec(run: ScenarioRun, variant: str, source: str, crash: int | None) -> Txn
     )
 
 
-@pytest.mark.parametrize("variant", SCENARIO.variant_names)
-def test_o6(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
-    with scenario_run(SCENARIO, variant) as run:
-        run.create_topic(partitions=PARTITIONS, replication_factor=3)  # the output: what the audit reads
-        source = f"in-{run.run_id}"
-        run.cluster.create_topic(source, PARTITIONS, 3, {"min.insync.replicas": "2"})
-        stats = (
-            ProducerWorker(
-                ProducerSpec(name="producer-0", topic=source, rate=None, count=INPUTS, duration_s=30.0),
-                run.bootstrap,
-                run.client,
-                run.record,
-                run.run_id,
-                time_profile=run.time,
-            )
-            .start()
-            .join()
+@chaos_scenario(SCENARIO)
+def test_o6(run: ScenarioRun) -> None:
+    variant = run.variant.name
+    run.create_topic(partitions=PARTITIONS, replication_factor=3)  # the output: what the audit reads
+    source = f"in-{run.run_id}"
+    run.cluster.create_topic(source, PARTITIONS, 3, {"min.insync.replicas": "2"})
+    stats = (
+        ProducerWorker(
+            ProducerSpec(name="producer-0", topic=source, rate=None, count=INPUTS, duration_s=30.0),
+            run.bootstrap,
+            run.client,
+            run.record,
+            run.run_id,
+            time_profile=run.time,
         )
-        assert stats.ok == INPUTS, stats
-        first = TransactionalWorker(_spec(run, variant, source, CRASH_IN), run.record).start()
-        code = first.wait(60.0)
-        if code is None:
-            first.crash()
-        assert code == -signal.SIGKILL, f"the worker did not crash in batch {CRASH_IN}: {first.stderr_tail()}"
-        run.note(f"{NAME} SIGKILLed in batch {CRASH_IN}, before its commit")
-        second = TransactionalWorker(_spec(run, variant, source, None), run.record).start()
-        run.on_close(lambda: second.stop())
-        run.wait_for(
-            "every input processed",
-            lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev),
-            60,
-        )
-        run.wait_quiet(
-            "the transformer idle", lambda e: isinstance(e, Delivery | TxnMarker | Commit), 2.0, 60
-        )
-        result = run.finish(isolations=("read_committed",))
+        .start()
+        .join()
+    )
+    assert stats.ok == INPUTS, stats
+    first = TransactionalWorker(_spec(run, variant, source, CRASH_IN), run.record).start()
+    code = first.wait(60.0)
+    if code is None:
+        first.crash()
+    crashed = code == -signal.SIGKILL
+    exit_detail = f"exit code {code}" + ("" if crashed else f"; stderr {first.stderr_tail()}")
+    run.note(f"{NAME} SIGKILLed in batch {CRASH_IN}, before its commit")
+    second = TransactionalWorker(_spec(run, variant, source, None), run.record).start()
+    run.on_close(lambda: second.stop())
+    run.wait_for("every input processed", lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev), 60)
+    run.wait_quiet("the transformer idle", lambda e: isinstance(e, Delivery | TxnMarker | Commit), 2.0, 60)
+    result = run.finish(isolations=("read_committed",))
 
     events = result.events
     markers = [e for e in events if isinstance(e, TxnMarker)]
     committed = Counter(v for m in markers if m.action == "commit" and m.outcome == "ok" for v in m.value_ids)
-    inits = views.client_logs(events, facility="TXN_INIT")
+    inits = [e.message for e in views.client_logs(events, facility="TXN_INIT")]
     crash = next(e for e in views.client_logs(events, facility="SCENARIO") if "SIGKILL" in e.message)
-    resumed = next(d for d in views.deliveries(events) if d.mono > crash.mono)
-    print(
-        f"\n{variant}: transactions {Counter((m.action, m.outcome) for m in markers)}; consumer commits "
-        f"{len(views.commits(events))}; TXN_INIT {[e.message for e in inits]}; the restart consumed again "
-        f"{resumed.mono - crash.mono:.1f} s after the kill; read_committed output "
-        f"{result.audit.facts.totals.log_records} records; elapsed {run.elapsed():.1f} s\n{result.summary()}"
-    )
-
-    assert result.audit.facts.problems == ()
-    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
+    resumed = next((d for d in views.deliveries(events) if d.mono > crash.mono), None)
+    again = f"{resumed.mono - crash.mono:.1f} s" if resumed else "never"
     assert result.count("lost_acked") == 0
     assert result.count("unseen_by_group") == 0
     assert result.count("reordered") == 0
     assert result.count("duplicate_delivery_other") == 0
-    # the batch in flight at the kill is consumed again by the restarted transformer, in both variants
-    assert result.count("duplicate_delivery_after_rebalance") == BATCH
+    if result.precondition(
+        f"the transformer was SIGKILLed in batch {CRASH_IN}, before its commit",
+        crashed,
+        f"{exit_detail}; the restart consumed again {again} after the kill",
+    ):
+        # the batch in flight at the kill is consumed again by the restarted transformer, in both variants
+        assert result.count("duplicate_delivery_after_rebalance") == BATCH
     if variant == "vulnerable":
-        # ... and, without a transaction, written to the output a second time
-        assert result.count("duplicate_in_log") == BATCH
-        assert result.audit.facts.totals.log_records == INPUTS + BATCH
-        assert result.audit.failed_by == ("duplicate_in_log",)
-        assert markers == []
-        assert inits == []
+        result.symptom(
+            "the at-least-once transform used no transaction (no marker, no init_transactions())",
+            not markers and not inits,
+            f"{len(markers)} transaction markers; TXN_INIT {inits}",
+        )
+        if crashed:
+            # ... and, without a transaction, written to the output a second time
+            assert result.count("duplicate_in_log") == BATCH
+            assert result.audit.facts.totals.log_records == INPUTS + BATCH
+            assert result.audit.failed_by == ("duplicate_in_log",)
     else:
         # ... but its first copy was in a transaction that init_transactions() of the restart aborted:
         # read_committed output holds each input exactly once
+        begins = [m for m in markers if m.action == "begin"]
+        commits = [m for m in markers if m.action == "commit"]
+        result.precondition(
+            "the kill left one transaction open (begins = commits + 1)",
+            len(begins) == len(commits) + 1,
+            f"transactions {sorted(Counter((m.action, m.outcome) for m in markers).items())}",
+        )
+        result.symptom(
+            "both instances called init_transactions() with the same transactional.id (the restart fences)",
+            len(inits) == 2,
+            inits,
+        )
         assert result.count("duplicate_in_log") == 0
         assert result.audit.facts.totals.log_records == INPUTS
-        assert result.audit.failed_by == ()
-        assert len(inits) == 2, "the restart called init_transactions() with the same transactional.id"
         assert set(committed) == views.acked_ids(events)
         assert max(committed.values()) == 1, "an input committed in two transactions"
-        begins = [m for m in markers if m.action == "begin"]
-        assert len(begins) == len([m for m in markers if m.action == "commit"]) + 1, "one open at the kill"

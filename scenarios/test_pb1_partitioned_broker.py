@@ -36,8 +36,9 @@ election blurs the window); the restore reader runs over every partition, B's fi
   librdkafka the seed's crash/cut distinction disappears for end offsets inside the failover window.
 
 Verdicts: only reads are faulted, so every variant audits ``pass`` under ``at_least_once`` (no loss, no
-duplicate). The symptoms are asserted on the history: ``probe_call`` events (error code, duration against
-the timeout passed), the restore client's ``client_log`` lines and the introspected leader timeline.
+duplicate). The symptoms are recorded as evidence from the history: ``probe_call`` events (error code,
+duration against the timeout passed) and the restore client's ``client_log`` lines; the introspected leader
+timeline gives ``long_timeout``'s precondition (the failover happened while the call waited).
 
 Ratios: T < broker session timeout for ``vulnerable``/``crash`` (the restore runs inside the failover
 window); T > it for ``long_timeout``. ``faithful``: session 9 s, T 4.5 s / 18 s.
@@ -46,21 +47,15 @@ window); T > it for ``long_timeout``. ``faithful``: session 9 s, T 4.5 s / 18 s.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 import pytest
 
 from chaos.faults.network import NetworkCut
 from chaos.faults.process import Crash
 from chaos.history import ProbeCall
-from chaos.report.inputs import ExpectedSymptom
-from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
 from chaos.workload import AT_LEAST_ONCE
 
-pytestmark = pytest.mark.chaos
-
-TOPIC_CONFIG = {"min.insync.replicas": 2}
-PRODUCER = dict(AT_LEAST_ONCE.producer)
 RECORDS = 60
 
 SCENARIO = Scenario(
@@ -73,17 +68,14 @@ SCENARIO = Scenario(
         "默认的timeout应该是30s — org.apache.kafka.common.errors.TimeoutException: Failed to get offsets "
         "by times in 30000ms"
     ),
-    module="scenarios/test_pb1_partitioned_broker.py",
-    test="test_pb1",
+    guarantee="at_least_once",
+    expected_verdict="pass",
+    client=AT_LEAST_ONCE,
+    topic_config={"min.insync.replicas": 2},
     variants=(
         Variant(
-            name="vulnerable",
-            description="Client restarted right after the cut; per-call timeout below the failover time.",
-            guarantee="at_least_once",
-            expected_verdict="pass",
-            client_profile="at_least_once",
-            producer_config=PRODUCER,
-            topic_config=TOPIC_CONFIG,
+            "vulnerable",
+            "Client restarted right after the cut; per-call timeout below the failover time.",
             expected_symptoms=(
                 ExpectedSymptom(
                     "error_code", "_TIMED_OUT", "end offsets of the cut broker's partition time out"
@@ -91,22 +83,12 @@ SCENARIO = Scenario(
             ),
         ),
         Variant(
-            name="remediated",
-            description="Client started once the cut broker was fenced and its leaderships moved.",
-            guarantee="at_least_once",
-            expected_verdict="pass",
-            client_profile="at_least_once",
-            producer_config=PRODUCER,
-            topic_config=TOPIC_CONFIG,
+            "remediated",
+            "Client started once the cut broker was fenced and its leaderships moved.",
         ),
         Variant(
-            name="long_timeout",
-            description="Seed remedy 2: the per-call timeout raised above the failover time (2 x session).",
-            guarantee="at_least_once",
-            expected_verdict="pass",
-            client_profile="at_least_once",
-            producer_config=PRODUCER,
-            topic_config=TOPIC_CONFIG,
+            "long_timeout",
+            "Seed remedy 2: the per-call timeout raised above the failover time (2 x session).",
             expected_symptoms=(
                 ExpectedSymptom("error_code", "_TIMED_OUT", "the call still times out (or _DESTROY_BROKER)"),
                 ExpectedSymptom(
@@ -118,13 +100,8 @@ SCENARIO = Scenario(
             ),
         ),
         Variant(
-            name="crash",
-            description="Contrast: the broker is killed (host answers, connections refused at once).",
-            guarantee="at_least_once",
-            expected_verdict="pass",
-            client_profile="at_least_once",
-            producer_config=PRODUCER,
-            topic_config=TOPIC_CONFIG,
+            "crash",
+            "Contrast: the broker is killed (host answers, connections refused at once).",
             expected_symptoms=(
                 ExpectedSymptom("error_code", "_TIMED_OUT", "the call retries the refused leader until T"),
                 ExpectedSymptom("client_log", "connection closed by peer", "the proxy refuses at once"),
@@ -150,99 +127,141 @@ def _restore_partitions(run: ScenarioRun, broker: int) -> tuple[int, list[int]]:
     return led, [led, *sorted(s.partition for s in states if s.partition != led)]
 
 
-@pytest.mark.parametrize("variant", SCENARIO.variant_names)
-def test_pb1(scenario_run: Callable[..., ScenarioRun], variant: str) -> None:
-    with scenario_run(SCENARIO, variant) as run:
-        run.create_topic(partitions=3, replication_factor=3)
-        run.prefill(RECORDS)
-        run.introspect(interval_s=0.5)
-        broker = run.target_partition().leader
-        led, order = _restore_partitions(run, broker)
-        session_s = run.cluster.config.detection_timeout_s("broker.session.timeout.ms", 9000)
-        timeout_s = (2.0 if variant == "long_timeout" else 0.5) * session_s
-        fault = run.fault(Crash if variant == "crash" else NetworkCut, broker)
-        fault.inject()
-        if variant == "remediated":
-            moved_s = run.wait_until(
-                f"every other broker sees broker {broker} lead no partition of the topic",
-                # Asked one by one: a client's metadata may come from any of them, and a broker that has not
-                # applied the new leaders yet sends it to the old one (NOT_LEADER_FOR_PARTITION, measured
-                # once in the faithful profile when only one broker was asked).
-                lambda: all(
-                    s.leader not in (broker, -1)
-                    for b in run.cluster.brokers
-                    if b.node_id != broker
-                    for s in run.cluster.describe_partitions([run.topic], via=b.node_id)
-                ),
-                60,
-            )
-            run.note(f"leaderships moved away from broker {broker} {moved_s:.1f} s after the cut")
-        restored = run.restore_reader(call_timeout_s=timeout_s, poll_timeout_s=timeout_s).restore(order)
-        fault.heal()
-        result = run.finish()
+@chaos_scenario(SCENARIO)
+def test_pb1(run: ScenarioRun) -> None:
+    variant = run.variant.name
+    run.create_topic(partitions=3, replication_factor=3)
+    run.prefill(RECORDS)
+    run.introspect(interval_s=0.5)
+    broker = run.target_partition().leader
+    led, order = _restore_partitions(run, broker)
+    session_s = run.cluster.config.detection_timeout_s("broker.session.timeout.ms", 9000)
+    timeout_s = (2.0 if variant == "long_timeout" else 0.5) * session_s
+    fault = run.fault(Crash if variant == "crash" else NetworkCut, broker)
+    fault.inject()
+    if variant == "remediated":
+        moved_s = run.wait_until(
+            f"every other broker sees broker {broker} lead no partition of the topic",
+            # Asked one by one: a client's metadata may come from any of them, and a broker that has not
+            # applied the new leaders yet sends it to the old one (NOT_LEADER_FOR_PARTITION, measured
+            # once in the faithful profile when only one broker was asked).
+            lambda: all(
+                s.leader not in (broker, -1)
+                for b in run.cluster.brokers
+                if b.node_id != broker
+                for s in run.cluster.describe_partitions([run.topic], via=b.node_id)
+            ),
+            60,
+        )
+        run.note(f"leaderships moved away from broker {broker} {moved_s:.1f} s after the cut")
+    restored = run.restore_reader(call_timeout_s=timeout_s, poll_timeout_s=timeout_s).restore(order)
+    fault.heal()
+    result = run.finish()
 
     events = result.events
     injected, _ = views.fault_window(events, "crash" if variant == "crash" else "network_cut")
     offsets = views.probe_calls(events, "list_offsets")
     by_partition: dict[int, ProbeCall] = {p.partition: p for p in offsets if p.partition is not None}
-    mine = by_partition[led]
-    others = [by_partition[p] for p in order if p != led]
     spans = views.leader_timeline(events, run.topic, led, process="introspect")
     moved = next((s.first_mono for s in spans if s.leader not in (broker, None)), None)
     logs = [e for e in views.client_logs(events) if e.process == "restore"]
     refused = [e for e in logs if "Disconnected" in (e.message or "")]
-    # librdkafka gives up the cut broker's connection by whichever of its timers fires first:
-    # socket.connection.setup.timeout.ms (6 s ci, 30 s faithful) or the fixed 10 s ApiVersion timeout.
-    setup_timeouts = [
-        e
-        for e in logs
-        if "Connection setup timed out" in (e.message or "")
-        or "Timed out ApiVersionRequest in flight" in (e.message or "")
-    ]
+    calls = [(p.partition, p.error, round(p.duration_ms)) for p in offsets]
     print(
-        f"\n{variant}: fault on broker {broker} (leader of partition {led}); "
-        f"per-call timeout {timeout_s:.1f} s; "
-        f"restore {[(r.partition, r.ok, r.error) for r in restored]}; list_offsets "
-        f"{[(p.partition, p.error, round(p.duration_ms)) for p in offsets]}; leadership of p{led} moved "
-        f"{'never' if moved is None else f'at +{moved - injected:.1f} s'}; restore client logs "
-        f"{[(e.facility, (e.message or '')[-90:]) for e in logs]}\n{result.summary()}"
+        f"{variant}: fault on broker {broker} (leader of partition {led}); T {timeout_s:.1f} s; "
+        f"restore {[(r.partition, r.ok, r.error) for r in restored]}; list_offsets {calls}; leadership of "
+        f"p{led} moved {'never' if moved is None else f'at +{moved - injected:.1f} s'}; restore client logs "
+        f"{[(e.facility, (e.message or '')[-90:]) for e in logs]}"
     )
 
     # Verdicts: reads only, nothing lost or duplicated in any variant.
-    assert result.audit.facts.problems == ()
-    assert result.verdict == SCENARIO.variant(variant).expected_verdict, result.summary()
     assert result.count("lost_acked") == result.count("duplicate_in_log") == 0
-    assert len(offsets) == 3
-    assert all(p.error is None and p.duration_ms < 1000 * timeout_s for p in others), others
-    if variant == "remediated":
-        assert all(r.ok for r in restored), restored
-        assert mine.error is None
-        assert mine.duration_ms < 1000 * timeout_s
+    if not result.precondition(
+        "the restore asked the end offsets of each of the 3 partitions once",
+        len(offsets) == 3 and set(by_partition) == set(order),
+        calls,
+    ):
         return
-    assert mine.timeout_ms == pytest.approx(timeout_s * 1000)
+    mine = by_partition[led]
+    others = [by_partition[p] for p in order if p != led]
+    within = f"within T = {timeout_s:.1f} s"
+    result.symptom(
+        f"the partitions led by healthy brokers answered their end offsets {within}",
+        all(p.error is None and p.duration_ms < 1000 * timeout_s for p in others),
+        [(p.partition, p.error, round(p.duration_ms)) for p in others],
+    )
+    if variant == "remediated":
+        result.symptom(
+            "every partition was restored",
+            all(r.ok for r in restored),
+            [(r.partition, r.error) for r in restored],
+        )
+        result.symptom(
+            f"the end offsets of broker {broker}'s partition p{led} came without error",
+            mine.error is None,
+            mine,
+        )
+        result.symptom(
+            f"the end offsets of broker {broker}'s partition p{led} came {within}",
+            mine.duration_ms < 1000 * timeout_s,
+            mine,
+        )
+        return
+    result.symptom(
+        f"the end-offsets call of p{led} was given T = {timeout_s:.1f} s",
+        mine.timeout_ms == pytest.approx(timeout_s * 1000),
+        mine.timeout_ms,
+    )
     if variant == "long_timeout":
         # The controller moved the leadership while the call was still waiting, yet the call did not
         # follow it: librdkafka keeps the request on the leader it looked up first. It fails at its own
         # timeout (_TIMED_OUT), or earlier with _DESTROY_BROKER once the fenced broker has left the
         # metadata and librdkafka decommissions its handle (measured both) — never with the offsets.
-        assert mine.error in ("_TIMED_OUT", "_DESTROY_BROKER"), mine
-        assert 0.8 * session_s * 1000 <= mine.duration_ms <= timeout_s * 1000 + 1500, mine
-        assert moved is not None, spans  # the failover did happen
+        timeline = [(s.leader, round(s.first_mono - injected, 1)) for s in spans]
+        result.precondition(
+            f"the leadership of p{led} moved away from broker {broker}", moved is not None, timeline
+        )
         if mine.error == "_TIMED_OUT":
-            assert moved < mine.mono, (moved, mine.mono)  # ... while the call was still waiting
-        assert setup_timeouts, logs  # the connection to the cut broker was given up
+            result.precondition(
+                f"the leadership of p{led} moved while the call was still waiting",
+                moved is not None and moved < mine.mono,
+                (moved, mine.mono),
+            )
+        result.symptom(
+            f"the end offsets of p{led} failed with _TIMED_OUT or _DESTROY_BROKER",
+            mine.error in ("_TIMED_OUT", "_DESTROY_BROKER"),
+            mine,
+        )
+        result.symptom(
+            f"the call failed between 0.8 x the broker session ({0.8 * session_s:.1f} s) and T + 1.5 s",
+            0.8 * session_s * 1000 <= mine.duration_ms <= timeout_s * 1000 + 1500,
+            f"{mine.duration_ms:.0f} ms",
+        )
         return
     # Inside the failover window the faulted broker still led the partition when the restore asked for its
     # end offsets: the call waited for its whole timeout, then failed with _TIMED_OUT.
-    assert mine.error == "_TIMED_OUT", mine
-    assert 0.95 * timeout_s * 1000 <= mine.duration_ms <= timeout_s * 1000 + 1500, mine
+    result.symptom(
+        f"the end offsets of broker {broker}'s partition p{led} failed with _TIMED_OUT",
+        mine.error == "_TIMED_OUT",
+        mine,
+    )
+    result.symptom(
+        f"the call failed after ≈ T ({timeout_s:.1f} s: ≥ 0.95 T, ≤ T + 1.5 s)",
+        0.95 * timeout_s * 1000 <= mine.duration_ms <= timeout_s * 1000 + 1500,
+        f"{mine.duration_ms:.0f} ms",
+    )
     if variant == "vulnerable":
-        assert refused == [], "a cut broker is silent: nothing refuses the connection"
+        detail = [(e.facility, (e.message or "")[-90:]) for e in refused]
+        result.symptom("no connection was refused (a cut broker is silent)", refused == [], detail)
     else:
         # A killed broker refuses at once (its proxy closes the connection within milliseconds), yet the
         # call still waits out its timeout: librdkafka retries the refused leader, it does not fail fast.
         fast = [e for e in refused if _after_ms(e.message or "") < 1000]
-        assert fast, logs
+        result.symptom(
+            "the killed broker refused the connection within 1 s",
+            bool(fast),
+            [(e.message or "")[-90:] for e in refused],
+        )
 
 
 def _after_ms(message: str) -> float:
