@@ -152,7 +152,9 @@ def audit(
     topics: tuple[str, ...],
 ) -> None:
     """Audit a saved run, write RUN_DIR/audit.json; exit 0 pass, 1 fail, 3 unknown."""
-    from chaos.audit.run import TopicSource, audit_path, audit_run
+    from chaos.audit.run import TopicSource
+    from chaos.gate.auditfile import audit_path
+    from chaos.gate.run import audit_run
 
     topic = TopicSource(bootstrap, topics) if bootstrap else None
     result = audit_run(
@@ -197,8 +199,8 @@ def report(run_dir: str) -> None:
 
 @cli.command("list")
 def scenarios_list() -> None:
-    """List the scenarios under scenarios/ with their catalog ids and variants."""
-    from chaos.scenario import discover
+    """List the built-in catalog's scenarios with their catalog ids and variants."""
+    from chaos.scenario import discover, scenarios_dir
 
     table = Table()
     for header in ("case", "scenario id", "variants", "title"):
@@ -208,6 +210,7 @@ def scenarios_list() -> None:
             scenario.case_id, scenario.scenario_id, ", ".join(scenario.variant_names), scenario.title
         )
     console.print(table)
+    console.print(f"[dim]from {scenarios_dir()}[/dim]", highlight=False, soft_wrap=True)
 
 
 @cli.command("run")
@@ -222,7 +225,9 @@ def scenarios_list() -> None:
 )
 @click.option("--variant", default=None, help="Run one variant only (default: all of them).")
 def scenario_run(scenario_id: str, seed: int | None, profile: str, variant: str | None) -> None:
-    """Run one scenario (by id or catalog id, e.g. PB1) through pytest; exit with pytest's status."""
+    """Run one catalog scenario (by id or catalog id, e.g. PB1) through pytest; exit with pytest's status.
+
+    Artifacts go to $CHAOS_REPORT_DIR, else ./reports under the current directory."""
     import shlex
 
     import pytest

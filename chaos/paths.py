@@ -1,4 +1,9 @@
-"""Where the harness keeps caches and generated files."""
+"""Where the harness keeps caches and generated files.
+
+Output never goes next to the installed package (that may be site-packages): run artifacts land under
+the project being tested (pytest's rootdir, or the current directory for the ``chaos`` command) unless
+``$CHAOS_REPORT_DIR`` or ``--chaos-report-dir`` says otherwise.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+"""The source checkout holding this package, when it runs from one (an editable install); inside an
+installed wheel it is site-packages. Only for reading the checkout's own files, never for output."""
 
 
 def cache_dir() -> Path:
@@ -18,6 +25,9 @@ def cache_dir() -> Path:
     return path
 
 
-def reports_dir() -> Path:
-    """Default directory for run artifacts: ``$CHAOS_REPORT_DIR`` or reports/ in the repo."""
-    return Path(os.environ.get("CHAOS_REPORT_DIR") or REPO_ROOT / "reports")
+def reports_dir(project: Path | None = None) -> Path:
+    """Directory for run artifacts, absolute: ``$CHAOS_REPORT_DIR``, else ``reports/`` under ``project``
+    (the pytest plugin passes its rootdir), else under the current directory."""
+    chosen = os.environ.get("CHAOS_REPORT_DIR")
+    path = Path(chosen).expanduser() if chosen else (project or Path.cwd()) / "reports"
+    return path.absolute()

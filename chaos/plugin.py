@@ -40,7 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--chaos-report-dir",
         default=None,
-        help="Directory for run artifacts and reports (default: $CHAOS_REPORT_DIR, else reports/).",
+        help="Directory for run artifacts and reports "
+        "(default: $CHAOS_REPORT_DIR, else reports/ under pytest's rootdir).",
     )
     group.addoption(
         "--chaos-profile",
@@ -141,11 +142,12 @@ def chaos_images(pytestconfig: pytest.Config) -> ImageSet:
 
 @pytest.fixture(scope="session")
 def chaos_report_dir(pytestconfig: pytest.Config) -> Path:
-    """Root of this session's artifacts."""
+    """Root of this session's artifacts: ``--chaos-report-dir``, else ``$CHAOS_REPORT_DIR``, else
+    ``reports/`` under pytest's rootdir (the project being tested, never the installed package)."""
     from chaos.paths import reports_dir
 
     option = pytestconfig.getoption("--chaos-report-dir")
-    root = Path(option) if option else reports_dir()
+    root = Path(option).expanduser().absolute() if option else reports_dir(pytestconfig.rootpath)
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -112,7 +112,7 @@ SCENARIO = Scenario(
 )
 
 
-def _isr(run: ScenarioRun) -> tuple[int, tuple[int, ...]]:
+def _isr(run: ScenarioRun) -> tuple[int | None, tuple[int, ...]]:
     state = run.cluster.partition(run.topic, 0)
     return state.leader, tuple(state.isr)
 

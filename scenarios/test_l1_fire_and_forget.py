@@ -104,7 +104,7 @@ SCENARIO = Scenario(
 )
 
 
-def _leader(run: ScenarioRun, partition: int) -> int:
+def _leader(run: ScenarioRun, partition: int) -> int | None:
     return run.cluster.partition(run.topic, partition).leader
 
 
@@ -129,7 +129,7 @@ def test_l1(run: ScenarioRun) -> None:
     with contextlib.suppress(AssertionError):  # a precondition, recorded after finish()
         moved_s = run.wait_until(
             f"partition {partition} gets a leader other than the cut broker {broker}",
-            lambda: _leader(run, partition) not in (broker, -1),
+            lambda: _leader(run, partition) not in (broker, None),
             40,
         )
     moved = f"{moved_s:.1f} s" if moved_s is not None else "not within 40 s"

@@ -110,7 +110,7 @@ SCENARIO = Scenario(
 )
 
 
-def _state(run: ScenarioRun, partition: int) -> tuple[int, tuple[int, ...]]:
+def _state(run: ScenarioRun, partition: int) -> tuple[int | None, tuple[int, ...]]:
     state = run.cluster.partition(run.topic, partition)
     return state.leader, tuple(state.isr)
 
@@ -139,7 +139,7 @@ def test_l2(run: ScenarioRun) -> None:
     fence_s: float | None = None
     with contextlib.suppress(AssertionError):  # a precondition, recorded after finish()
         fence_s = run.wait_until(
-            f"a new leader of p{partition}", lambda: _state(run, partition)[0] not in (leader, -1), 40
+            f"a new leader of p{partition}", lambda: _state(run, partition)[0] not in (leader, None), 40
         )
     new_leader = _state(run, partition)[0]
     fenced = f"{fence_s:.1f} s" if fence_s is not None else "not within 40 s"

@@ -116,7 +116,9 @@ def test_md2(run: ScenarioRun) -> None:
     latency_ms = round(2000 * t_vulnerable_s)
     timeout_s = {"remediated": 6.0, "slow_answer": 1.5}.get(variant, 0.5) * latency_ms / 1000
     if variant == "healthy_broker":
-        slow = [next(s.leader for s in run.cluster.describe_partitions([run.topic]) if s.partition == 0)]
+        leader = run.cluster.partition(run.topic, 0).leader
+        assert leader is not None, "partition 0 has no leader"
+        slow = [leader]
     else:
         slow = sorted(b.node_id for b in run.cluster.brokers)
     faults = [run.fault(Latency, b, latency_ms, paths=("ext",), direction="downstream") for b in slow]

@@ -175,6 +175,7 @@ def test_md3(run: ScenarioRun) -> None:
         30,
     )
     broker = run.target_partition(avoid_coordinator=True).leader
+    assert broker is not None, "the target partition has no leader"
     run.introspect(interval_s=0.5)
     fault = run.fault(NetworkCut, broker)
     fault.inject()

@@ -92,7 +92,7 @@ SCENARIO = Scenario(
 
 def _fenced(run: ScenarioRun, broker: int) -> bool:
     return all(
-        broker not in s.isr and s.leader not in (broker, -1)
+        broker not in s.isr and s.leader not in (broker, None)
         for s in run.cluster.describe_partitions([run.topic])
     )
 
@@ -141,6 +141,7 @@ def test_pb4(run: ScenarioRun) -> None:
 
     test("t0")
     broker = run.target_partition(avoid_coordinator=True).leader
+    assert broker is not None, "the target partition has no leader"
     crash = run.fault(Crash, broker)
     crash.inject()
     gate(f"broker {broker} fenced after the crash", lambda: _fenced(run, broker))

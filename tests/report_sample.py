@@ -5,6 +5,8 @@ logs, shaped like a PB1-style network cut of broker 2. Used by the report's test
 fault target and parameters, client log facility and message, error message, audit example value id and
 topic, scenario texts and settings, log lines), so tests can prove they render as text.
 ``crashed=True`` leaves what a killed run leaves: JSONL segments only, no ``audit.json``, no scenario end.
+``evidence`` writes it as the run's ``evidence.json`` (:func:`sample_evidence` builds one); ``clean_audit``
+drops the lost writes, so the audit passes.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from chaos.history import (
     value_id_for,
 )
 from chaos.history.events import Delivery
-from chaos.report.inputs import ExpectedSymptom, ScenarioInfo, ThresholdResult, TopicInfo, write_scenario
+from chaos.run.evidence import Check, Evidence, write_evidence
+from chaos.run.manifest import ExpectedSymptom, ScenarioInfo, ThresholdResult, TopicInfo, write_scenario
 
 HOSTILE: Final = "</script><script>alert('xss')</script>"
 """A string that would end the page's script element and run code if a page ever failed to escape it."""
@@ -41,6 +44,11 @@ TOPIC: Final = "chaos-sample"
 PARTITIONS: Final = 3
 FAULT_AT: Final = 20.0
 FAULT_HEAL: Final = 32.0
+SAMPLE_SYMPTOMS: Final = (
+    ExpectedSymptom("error_code", "NOT_ENOUGH_REPLICAS", "acks=all produce below min.insync.replicas"),
+    ExpectedSymptom("error_code", "_MSG_TIMED_OUT", "messages time out while the leader is silent"),
+)
+"""The sample scenario's declared error-code symptoms, whose checks :func:`sample_evidence` records."""
 
 
 class _Clock(TypedDict):
@@ -56,6 +64,8 @@ def write_sample_run(
     hostile: bool = False,
     crashed: bool = False,
     t0: float = SAMPLE_T0,
+    evidence: Evidence | None = None,
+    clean_audit: bool = False,
 ) -> Path:
     """Write a synthetic run into ``run_dir`` (created; must not hold a history) and return it."""
     path = Path(run_dir)
@@ -304,7 +314,9 @@ def write_sample_run(
     _write_logs(path / "logs", t0, seconds, hostile)
     _write_scenario(path, t0, seconds, hostile, crashed)
     if not crashed:
-        _write_audit(path, t0, mono0, hostile)
+        _write_audit(path, t0, mono0, hostile, clean_audit)
+    if evidence is not None:
+        write_evidence(path, evidence)
     return path
 
 
@@ -382,10 +394,7 @@ def _write_scenario(path: Path, t0: float, seconds: int, hostile: bool, crashed:
             ],
         },
         expected_symptoms=(
-            ExpectedSymptom(
-                "error_code", "NOT_ENOUGH_REPLICAS", "acks=all produce below min.insync.replicas"
-            ),
-            ExpectedSymptom("error_code", "_MSG_TIMED_OUT", "messages time out while the leader is silent"),
+            *SAMPLE_SYMPTOMS,
             ExpectedSymptom(
                 "client_log", "Timed out ProduceRequest", "librdkafka REQTMOUT on the cut broker"
             ),
@@ -407,7 +416,7 @@ def _write_scenario(path: Path, t0: float, seconds: int, hostile: bool, crashed:
     write_scenario(path, info)
 
 
-def _write_audit(path: Path, t0: float, mono0: float, hostile: bool) -> None:
+def _write_audit(path: Path, t0: float, mono0: float, hostile: bool, clean: bool) -> None:
     from chaos.audit.model import (
         ANOMALIES,
         AnomalyReport,
@@ -423,13 +432,14 @@ def _write_audit(path: Path, t0: float, mono0: float, hostile: bool) -> None:
     topic = f"{TOPIC}{HOSTILE}" if hostile else TOPIC
     lost_id = f"sample-run:producer-0:{HOSTILE}" if hostile else "sample-run:producer-0:1001"
     reports = {name: AnomalyReport(0) for name in ANOMALIES}
-    reports["lost_acked"] = AnomalyReport(
-        2,
-        (
-            Example(lost_id, topic, 1, 340, t0 + 21.02),
-            Example("sample-run:producer-0:1004", TOPIC, 1, 341, t0 + 21.08),
-        ),
-    )
+    if not clean:
+        reports["lost_acked"] = AnomalyReport(
+            2,
+            (
+                Example(lost_id, topic, 1, 340, t0 + 21.02),
+                Example("sample-run:producer-0:1004", TOPIC, 1, 341, t0 + 21.08),
+            ),
+        )
     reports["duplicate_delivery_after_rebalance"] = AnomalyReport(
         14,
         tuple(
@@ -459,3 +469,22 @@ def _write_audit(path: Path, t0: float, mono0: float, hostile: bool) -> None:
     )
     result = judge(facts, "at_least_once", "reference")
     (path / "audit.json").write_text(result.to_json(), encoding="utf-8")
+
+
+def sample_evidence(*, cut_landed: bool, strict: bool = False) -> Evidence:
+    """The checks a scenario run of the sample would record: the runner's check of two declared symptoms,
+    one symptom of the scenario's own, and the precondition that the cut isolated broker 2."""
+    return Evidence(
+        (
+            Check("symptom", SAMPLE_SYMPTOMS[0].check_description, True, "70 events, first from producer-0"),
+            Check("symptom", SAMPLE_SYMPTOMS[1].check_description, False, "no such event in the history"),
+            Check("symptom", "the consumer stalled for at least 6 s", True, "stalled 7.5 s"),
+            Check(
+                "precondition",
+                "the cut isolated broker 2 (its followers left the ISR)",
+                cut_landed,
+                "ISR shrank to [1, 3] at t+26.2 s" if cut_landed else "the ISR never shrank",
+            ),
+        ),
+        strict,
+    )

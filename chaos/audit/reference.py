@@ -38,6 +38,7 @@ from chaos.history.events import (
     SendOutcome,
     TxnMarker,
 )
+from chaos.history.windows import fault_windows
 
 Position = tuple[str, int, int]
 
@@ -80,7 +81,7 @@ def reference_audit(
     rebalances: list[int] = []
     drain_reads: list[DrainRead] = []
     drain_last: dict[tuple[str, int, str], DrainEnd] = {}
-    faults: list[tuple[int, FaultEvent]] = []
+    faults: list[FaultEvent] = []
     in_txn: set[str] = set()
     committed: set[str] = set()
     aborted: set[str] = set()
@@ -98,7 +99,7 @@ def reference_audit(
         elif isinstance(e, DrainEnd):
             drain_last[(e.topic, e.partition, e.isolation)] = e
         elif isinstance(e, FaultEvent):
-            faults.append((index, e))
+            faults.append(e)
         elif isinstance(e, TxnMarker) and e.action != "begin":
             in_txn.update(e.value_ids)
             if e.outcome == "ok":
@@ -249,7 +250,7 @@ def reference_audit(
     return AuditFacts(run_id, anomalies, availability, totals, tuple(sorted(set(problems))))
 
 
-def _availability(history: list[Event], faults: list[tuple[int, FaultEvent]]) -> Availability:
+def _availability(history: list[Event], faults: list[FaultEvent]) -> Availability:
     acks = sorted(
         ((e.mono, e.latency_ms) for e in history if isinstance(e, SendOutcome) and e.outcome == "ok"),
         key=lambda ack: ack[0],
@@ -270,19 +271,9 @@ def _availability(history: list[Event], faults: list[tuple[int, FaultEvent]]) ->
             longest = (gap, low, high)
     delivery_monos = sorted(e.mono for e in history if isinstance(e, Delivery))
     windows: list[FaultWindow] = []
-    for index, inject in faults:
-        if inject.action != "inject":
-            continue
-        heal = next(
-            (
-                f
-                for i, f in faults
-                if i > index and f.action == "heal" and f.fault == inject.fault and f.target == inject.target
-            ),
-            None,
-        )
-        start = inject.mono
-        end = heal.mono if heal is not None else None
+    for pair in fault_windows(faults):  # one window per inject (docs: chaos.history.windows)
+        start = pair.inject.mono
+        end = pair.heal.mono if pair.heal is not None else None
         before = [lat for m, lat in acks if m < start and lat is not None]
         during = [lat for m, lat in acks if m >= start and (end is None or m <= end) and lat is not None]
         after = [lat for m, lat in acks if end is not None and m > end and lat is not None]
@@ -290,8 +281,8 @@ def _availability(history: list[Event], faults: list[tuple[int, FaultEvent]]) ->
         first_delivery = next((m for m in delivery_monos if end is not None and m > end), None)
         windows.append(
             FaultWindow(
-                fault=inject.fault,
-                target=inject.target,
+                fault=pair.inject.fault,
+                target=pair.inject.target,
                 inject_mono=start,
                 heal_mono=end,
                 before=_stats(before),

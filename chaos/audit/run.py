@@ -1,20 +1,21 @@
-"""Audit a saved run directory with either engine and write ``audit.json`` into it."""
+"""Establish the facts of a saved run directory with either engine.
+
+The verdict and ``audit.json`` are the gate's: :func:`chaos.gate.run.audit_run` judges these facts and writes
+the file.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from chaos.audit.model import DEFAULT_OPTIONS, ISOLATION_LEVELS, AuditFacts, AuditOptions, Isolation
 from chaos.errors import AuditError, HistoryError
-from chaos.gate.policy import AuditResult, judge
 from chaos.history.files import RunDir
 
 Engine = Literal["spark", "reference"]
-AUDIT_NAME = "audit.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,27 +34,18 @@ class TopicSource:
             raise AuditError(f"TopicSource.isolation_levels: each one of {ISOLATION_LEVELS}")
 
 
-def audit_run(
+def audit_facts(
     run_dir: str | os.PathLike[str],
     *,
-    guarantee: str,
     engine: Engine = "spark",
     master: str = "local[*]",
     topic: TopicSource | None = None,
     options: AuditOptions = DEFAULT_OPTIONS,
-    write: bool = True,
-) -> AuditResult:
-    """Audit one run and (by default) write ``<run_dir>/audit.json``. A history that cannot be read gives
-    verdict ``unknown``, never an exception-free pass."""
+) -> AuditFacts:
+    """The facts of one run. A history that cannot be read gives facts with a problem (so verdict
+    ``unknown``), never an exception-free pass."""
     rd = RunDir.of(run_dir)
-    facts = _facts(rd, engine, master, topic, options)
-    result = judge(facts, guarantee, engine)
-    if write:
-        target = rd.path / AUDIT_NAME
-        tmp = target.with_suffix(".json.tmp")
-        tmp.write_text(result.to_json())
-        tmp.replace(target)
-    return result
+    return _facts(rd, engine, master, topic, options)
 
 
 def _facts(
@@ -117,8 +109,3 @@ def _spark(rd: RunDir, master: str, topic: TopicSource | None, options: AuditOpt
             problems = tuple(sorted({*facts.problems, f"topic unreadable: {type(exc).__name__}"}))
             return AuditFacts(facts.run_id, facts.anomalies, facts.availability, facts.totals, problems)
     return spark_audit(history, log, options)[runs[0]]
-
-
-def audit_path(run_dir: str | os.PathLike[str]) -> Path:
-    """Where :func:`audit_run` writes the result."""
-    return Path(run_dir) / AUDIT_NAME

@@ -8,7 +8,7 @@ of generated runs in one job; a real audit has one):
 - ``log``: the topic's real contents, columns :data:`LOG_COLUMNS` (see :mod:`chaos.audit.source`), or
   ``None`` when the topic could not be read.
 
-How it runs — three Spark actions, no Python UDFs:
+How it runs — three Spark actions (and one small ``collect`` of the fault events), no Python UDFs:
 
 1. **Per value** (:func:`_per_value`). First a hash aggregate per ``(run_id, value_id)`` over the
    history's value events and the log records — fixed-width counters and minima/maxima only, so Spark
@@ -31,7 +31,8 @@ How it runs — three Spark actions, no Python UDFs:
    history's few control events: rebalances, faults, drain ends, transaction markers): the longest gap
    between acks is found inside one-second buckets and across bucket edges (no single-task sort of every
    ack), and the nearest-rank latency percentiles through a histogram of log-scaled buckets, so only the
-   acks in the bucket that holds a wanted rank are sorted.
+   acks in the bucket that holds a wanted rank are sorted. The fault windows are paired on the driver by
+   :func:`chaos.history.windows.fault_windows`, the reference's rule (:func:`_fault_windows`).
 
 Only small per-run parts — counts, the first N examples per anomaly, availability figures — reach the
 driver, in one ``collect``.
@@ -39,6 +40,7 @@ driver, in one ``collect``.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -56,6 +58,7 @@ from chaos.audit.model import (
     Totals,
     make_report,
 )
+from chaos.history.windows import fault_windows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -80,6 +83,7 @@ HISTORY_COLUMNS: Final[tuple[str, ...]] = (
     "isolation",
     "fault",
     "target",
+    "params",
     "value_ids",
 )
 """The history columns the job reads."""
@@ -550,29 +554,23 @@ def _traced(F: Any, Window: Any, control: DataFrame, rows: DataFrame, options: A
 
 
 def _fault_windows(F: Any, control: DataFrame) -> DataFrame:
-    """One row per fault inject: ``(run_id, wid, fault, target, start, end)``; ``end`` the first later heal
-    of the same fault and target (null: never healed)."""
-    kind = F.col("kind")
-    faults = control.where(kind == "fault").select("run_id", "index", "action", "fault", "target", "mono")
-    injects = faults.where(F.col("action") == "inject").alias("i")
-    heals = faults.where(F.col("action") == "heal").alias("e")
-    return (
-        injects.join(
-            F.broadcast(heals),
-            (F.col("i.run_id") == F.col("e.run_id"))
-            & (F.col("i.fault") == F.col("e.fault"))
-            & (F.col("i.target") == F.col("e.target"))
-            & (F.col("e.index") > F.col("i.index")),
-            "left",
-        )
-        .groupBy(
-            F.col("i.run_id").alias("run_id"),
-            F.col("i.index").alias("wid"),
-            F.col("i.fault").alias("fault"),
-            F.col("i.target").alias("target"),
-            F.col("i.mono").alias("start"),
-        )
-        .agg(F.min_by(F.col("e.mono"), F.col("e.index")).alias("end"))
+    """One row per fault inject: ``(run_id, wid, fault, target, start, end)``, ``wid`` the inject's index,
+    ``end`` the mono of the heal that :func:`~chaos.history.windows.fault_windows` pairs it with (null:
+    never healed). The fault events are few and ``control`` is in memory: they are paired on the driver, by
+    the same function as the reference's, and the windows go back as a small frame."""
+    faults = (
+        control.where(F.col("kind") == "fault")
+        .select("run_id", F.col("index").alias("wid"), "action", "fault", "target", "params", "mono")
+        .collect()
+    )  # "wid", not "index": a Row is a tuple, whose .index is a method
+    faults.sort(key=lambda r: (r.run_id, r.wid))
+    rows = []
+    for run, of_run in itertools.groupby(faults, key=lambda r: r.run_id):
+        for w in fault_windows(of_run):
+            end = w.heal.mono if w.heal is not None else None
+            rows.append((run, w.inject.wid, w.inject.fault, w.inject.target, w.inject.mono, end))
+    return control.sparkSession.createDataFrame(
+        rows, "run_id string, wid long, fault string, target string, start double, end double"
     )
 
 

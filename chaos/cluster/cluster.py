@@ -19,11 +19,11 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chaos.cluster import introspect, wire
+from chaos.cluster.broker import CTL_PROXY_BASE, INT_PROXY_BASE, Broker
 from chaos.cluster.config import ClusterConfig, env_name
 from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
 from chaos.cluster.engine import LABEL, docker_client
@@ -32,9 +32,9 @@ from chaos.cluster.reaper import Reaper
 from chaos.cluster.single import READY_LOG, new_cluster_id
 from chaos.cluster.toxiproxy import API_PORT, ProxySpec, Toxiproxy
 from chaos.errors import ClusterError, ClusterStartTimeout
+from chaos.run.events import PartitionState
 
 if TYPE_CHECKING:
-    from docker.models.containers import Container
     from testcontainers.core.container import DockerContainer
 
     from chaos.cluster.images import ImageSet
@@ -43,51 +43,7 @@ TOXIPROXY_ALIAS = "toxiproxy"
 EXTERNAL_PORT = 9092  # inside each broker container
 CONTROLLER_PORT = 9093
 INTERNAL_PORT = 9094
-INT_PROXY_BASE = 19000  # int-i listens on INT_PROXY_BASE + i inside the Toxiproxy container
-CTL_PROXY_BASE = 19100
 ROLE_LABEL = f"{LABEL}.role"
-
-
-@dataclass
-class Broker:
-    """One broker: its node id, container, proxies and ports. Faults act on these handles."""
-
-    node_id: int
-    name: str
-    ext_port: int
-    container: DockerContainer = field(repr=False)
-
-    @property
-    def int_port(self) -> int:
-        return INT_PROXY_BASE + self.node_id
-
-    @property
-    def ctl_port(self) -> int:
-        return CTL_PROXY_BASE + self.node_id
-
-    @property
-    def bootstrap(self) -> str:
-        """This broker's client address: its ``ext`` proxy on the host's loopback."""
-        return f"127.0.0.1:{self.ext_port}"
-
-    def proxy(self, path: str) -> str:
-        """The Toxiproxy proxy name of ``path`` ("ext", "int" or "ctl") for this broker."""
-        if path not in ("ext", "int", "ctl"):
-            raise ClusterError(f"unknown proxy path {path!r}: use 'ext', 'int' or 'ctl'")
-        return f"{path}-{self.node_id}"
-
-    @property
-    def docker(self) -> Container:
-        """The docker-py container (kill/start/pause/unpause keep the container and its data)."""
-        return self.container.get_wrapped_container()
-
-    def status(self) -> str:
-        wrapped = self.docker
-        wrapped.reload()
-        return str(wrapped.status)
-
-    def log_tail(self, lines: int = 60) -> str:
-        return log_tail(self.container, lines)
 
 
 class KafkaCluster:
@@ -411,17 +367,17 @@ class KafkaCluster:
 
     def describe_partitions(
         self, topics: list[str] | None = None, via: int | None = None
-    ) -> list[introspect.PartitionState]:
+    ) -> list[PartitionState]:
         """Leader, replicas and ISR per partition; ``via`` reads one broker's view (see introspect)."""
         return introspect.describe_partitions(self, topics, via)
 
-    def offline_partitions(self, topics: list[str] | None = None) -> list[introspect.PartitionState]:
+    def offline_partitions(self, topics: list[str] | None = None) -> list[PartitionState]:
         return [p for p in self.describe_partitions(topics) if p.offline]
 
-    def under_replicated_partitions(self, topics: list[str] | None = None) -> list[introspect.PartitionState]:
+    def under_replicated_partitions(self, topics: list[str] | None = None) -> list[PartitionState]:
         return [p for p in self.describe_partitions(topics) if p.under_replicated]
 
-    def partition(self, topic: str, partition: int, via: int | None = None) -> introspect.PartitionState:
+    def partition(self, topic: str, partition: int, via: int | None = None) -> PartitionState:
         return introspect.partition(self, topic, partition, via)
 
     def group_coordinator(self, group: str) -> int:

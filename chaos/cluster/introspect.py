@@ -9,43 +9,55 @@ sending to a silent broker whose connection still looks open.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from chaos.cluster import wire
 from chaos.errors import ClusterError
+from chaos.run.events import PartitionState as PartitionState  # re-exported: the answer's type
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
-    from chaos.cluster.cluster import Broker, KafkaCluster
+    from chaos.cluster.broker import Broker
 
 PROBE_TIMEOUT_S = 2.0
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class PartitionState:
-    topic: str
-    partition: int
-    leader: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
+class ClusterHandle(Protocol):
+    """What introspection reads of a cluster (:class:`chaos.cluster.cluster.KafkaCluster` has it); a
+    protocol, so that the cluster module and this one do not import each other."""
 
     @property
-    def offline(self) -> bool:
-        return self.leader < 0
+    def run_id(self) -> str: ...
 
     @property
-    def under_replicated(self) -> bool:
-        return len(self.isr) < len(self.replicas)
+    def brokers(self) -> tuple[Broker, ...]: ...
 
-    @property
-    def followers(self) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas if r != self.leader)
+    def broker(self, node_id: int) -> Broker: ...
+
+    def probe_order(self) -> Iterator[Broker]: ...
+
+    def answered(self, broker: Broker) -> None: ...
+
+    def admin(self) -> Any: ...
 
 
-def _ask(cluster: KafkaCluster, question: Callable[[Broker], T], what: str) -> T:
+def partition_states(meta: wire.WireMetadata) -> tuple[PartitionState, ...]:
+    """The partitions of a Metadata answer; the wire's leader -1 (no leader) becomes ``None``."""
+    return tuple(
+        PartitionState(
+            topic=p.topic,
+            partition=p.partition,
+            leader=p.leader if p.leader >= 0 else None,
+            isr=p.isr,
+            replicas=p.replicas,
+        )
+        for p in meta.partitions
+    )
+
+
+def _ask(cluster: ClusterHandle, question: Callable[[Broker], T], what: str) -> T:
     errors = []
     for broker in cluster.probe_order():
         try:
@@ -58,7 +70,7 @@ def _ask(cluster: KafkaCluster, question: Callable[[Broker], T], what: str) -> T
     raise ClusterError(f"no broker answered {what}: " + "; ".join(errors))
 
 
-def _metadata(cluster: KafkaCluster, topics: list[str] | None, via: int | None = None) -> wire.WireMetadata:
+def _metadata(cluster: ClusterHandle, topics: list[str] | None, via: int | None = None) -> wire.WireMetadata:
     if via is not None:
         broker = cluster.broker(via)
         return wire.metadata("127.0.0.1", broker.ext_port, topics, PROBE_TIMEOUT_S)
@@ -69,18 +81,18 @@ def _metadata(cluster: KafkaCluster, topics: list[str] | None, via: int | None =
     return _ask(cluster, question, "Metadata")
 
 
-def registered_brokers(cluster: KafkaCluster) -> set[int]:
+def registered_brokers(cluster: ClusterHandle) -> set[int]:
     """Node ids of the brokers that metadata lists (registered and not fenced)."""
     return {node for node, _, _ in _metadata(cluster, []).brokers}
 
 
-def advertised_addresses(cluster: KafkaCluster, via: int) -> list[tuple[int, str, int]]:
+def advertised_addresses(cluster: ClusterHandle, via: int) -> list[tuple[int, str, int]]:
     """(node id, host, port) of every broker as broker ``via`` advertises them to clients."""
     broker = cluster.broker(via)
     return list(wire.metadata("127.0.0.1", broker.ext_port, [], PROBE_TIMEOUT_S).brokers)
 
 
-def controller_id(cluster: KafkaCluster) -> int:
+def controller_id(cluster: ClusterHandle) -> int:
     """The active KRaft controller (the quorum leader), or -1 while there is none."""
 
     def question(broker: Broker) -> int:
@@ -90,7 +102,7 @@ def controller_id(cluster: KafkaCluster) -> int:
 
 
 def describe_partitions(
-    cluster: KafkaCluster, topics: list[str] | None = None, via: int | None = None
+    cluster: ClusterHandle, topics: list[str] | None = None, via: int | None = None
 ) -> list[PartitionState]:
     """Every partition of ``topics`` (all topics when None), sorted by topic and partition.
 
@@ -101,21 +113,21 @@ def describe_partitions(
     missing = [name for name, code in meta.topic_errors]
     if missing and topics is not None:
         raise ClusterError(f"metadata has no topic(s) {missing} (error codes {dict(meta.topic_errors)})")
-    return [PartitionState(p.topic, p.partition, p.leader, p.replicas, p.isr) for p in meta.partitions]
+    return list(partition_states(meta))
 
 
-def partition(cluster: KafkaCluster, topic: str, index: int, via: int | None = None) -> PartitionState:
+def partition(cluster: ClusterHandle, topic: str, index: int, via: int | None = None) -> PartitionState:
     for state in describe_partitions(cluster, [topic], via):
         if state.partition == index:
             return state
     raise ClusterError(f"topic {topic!r} has no partition {index}")
 
 
-def topics(cluster: KafkaCluster) -> set[str]:
+def topics(cluster: ClusterHandle) -> set[str]:
     return {p.topic for p in describe_partitions(cluster)}
 
 
-def group_coordinator(cluster: KafkaCluster, group: str, timeout_s: float = 30.0) -> int:
+def group_coordinator(cluster: ClusterHandle, group: str, timeout_s: float = 30.0) -> int:
     """Node id of ``group``'s coordinator (the leader of its __consumer_offsets partition).
 
     The first call may create __consumer_offsets; it is retried until ``timeout_s``.
@@ -135,7 +147,7 @@ def group_coordinator(cluster: KafkaCluster, group: str, timeout_s: float = 30.0
     raise ClusterError(f"no coordinator for group {group!r} within {timeout_s} s ({last})")
 
 
-def describe_group(cluster: KafkaCluster, group: str) -> wire.WireGroup:
+def describe_group(cluster: ClusterHandle, group: str) -> wire.WireGroup:
     """``group``'s state and member ids as its coordinator reports them now (one attempt per broker).
 
     Raises :class:`ClusterError` when no broker names a coordinator or the coordinator does not answer.
@@ -155,7 +167,7 @@ def describe_group(cluster: KafkaCluster, group: str) -> wire.WireGroup:
 
 
 def create_topic(
-    cluster: KafkaCluster,
+    cluster: ClusterHandle,
     name: str,
     partitions: int,
     replication_factor: int,
@@ -192,7 +204,7 @@ def create_topic(
     raise ClusterError(f"topic {name!r} was created but its partitions had no full ISR within {timeout_s} s")
 
 
-def _known_everywhere(cluster: KafkaCluster, name: str, partitions: int) -> bool:
+def _known_everywhere(cluster: ClusterHandle, name: str, partitions: int) -> bool:
     """Every broker that answers has ``name`` with all partitions in its metadata cache."""
     for broker in cluster.brokers:
         try:
@@ -204,7 +216,7 @@ def _known_everywhere(cluster: KafkaCluster, name: str, partitions: int) -> bool
     return True
 
 
-def delete_topics(cluster: KafkaCluster, names: list[str], timeout_s: float) -> None:
+def delete_topics(cluster: ClusterHandle, names: list[str], timeout_s: float) -> None:
     if not names:
         return
     futures = cluster.admin().delete_topics(names, operation_timeout=timeout_s, request_timeout=timeout_s)
@@ -216,7 +228,7 @@ def delete_topics(cluster: KafkaCluster, names: list[str], timeout_s: float) -> 
                 raise ClusterError(f"could not delete topic {name!r}: {exc}") from exc
 
 
-def unhealthy(cluster: KafkaCluster) -> list[str]:
+def unhealthy(cluster: ClusterHandle) -> list[str]:
     """Reasons the cluster is not healthy: a broker not running/registered, an offline or short ISR."""
     problems = [f"broker {b.node_id} is {b.status()}" for b in cluster.brokers if b.status() != "running"]
     registered = registered_brokers(cluster)
@@ -227,7 +239,7 @@ def unhealthy(cluster: KafkaCluster) -> list[str]:
     return problems
 
 
-def wait_healthy(cluster: KafkaCluster, timeout_s: float) -> None:
+def wait_healthy(cluster: ClusterHandle, timeout_s: float) -> None:
     """Wait until every broker is registered and every partition's ISR is full; raise with the reasons."""
     deadline = time.monotonic() + timeout_s
     problems: list[str] = []

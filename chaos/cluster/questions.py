@@ -23,7 +23,7 @@ def converged(cluster: KafkaCluster, topic: str, full_isr: bool = False) -> bool
     except Exception:  # a broker that does not answer yet is not converged
         return False
     leaders = {tuple(s.leader for s in v) for v in views}
-    if len(leaders) != 1 or not all(leader >= 0 for leader in next(iter(leaders))):
+    if len(leaders) != 1 or not all(leader is not None for leader in next(iter(leaders))):
         return False
     return not full_isr or all(set(s.isr) == set(s.replicas) for v in views for s in v)
 

@@ -16,6 +16,10 @@ Shapes:
   port) — something Toxiproxy alone cannot do, since all peers of j share j's proxy.
 * ``IsolateFromQuorum(b)`` — ``Partition([[b], rest])``: b is cut from the quorum and replication but
   still serves clients.
+* ``ReplicationCut(f, l)`` — follower f cannot fetch from leader l; quorum and client paths stay open, so f
+  silently leaves l's ISR. With three combined broker/controller nodes, a full cut of the follower plus a
+  crash of the leader would leave one voter of three — no quorum, so no ISR change, no fencing and no
+  election could be observed (CATALOG ISR2/L4 need all three).
 """
 
 from __future__ import annotations
@@ -71,6 +75,18 @@ def start_sidecar(cluster: KafkaCluster, broker_id: int) -> Any:
         labels={LABEL: cluster.run_id, ROLE_LABEL: SIDECAR_ROLE},
         detach=True,
     )
+
+
+def drop_outgoing(cluster: KafkaCluster, broker_id: int, ports: list[int]) -> Any:
+    """Start a sidecar in ``broker_id``'s namespace that DROPs its outgoing TCP packets to ``ports``;
+    returns the sidecar (heal with :func:`remove_sidecar`)."""
+    sidecar = start_sidecar(cluster, broker_id)
+    try:
+        _iptables(sidecar, [f"-I OUTPUT 1 -p tcp --dport {port} -j DROP" for port in ports])
+    except FaultError:
+        remove_sidecar(sidecar)
+        raise
+    return sidecar
 
 
 def remove_sidecar(sidecar: Any) -> None:
@@ -155,11 +171,8 @@ class Partition(Fault):
             ports = [
                 p for b in others for p in (self.cluster.broker(b).int_port, self.cluster.broker(b).ctl_port)
             ]
-            rules = [f"-I OUTPUT 1 -p tcp --dport {port} -j DROP" for port in ports]
             for broker_id in group:
-                sidecar = start_sidecar(self.cluster, broker_id)
-                self._sidecars.append(sidecar)
-                _iptables(sidecar, rules)
+                self._sidecars.append(drop_outgoing(self.cluster, broker_id, ports))
 
     def _heal(self) -> None:
         while self._sidecars:
@@ -174,3 +187,41 @@ class IsolateFromQuorum(Partition):
     def __init__(self, cluster: KafkaCluster, target: Target, log: FaultLog | None = None) -> None:
         super().__init__(cluster, [[target]], log)
         self.target = target
+
+
+class ReplicationCut(Fault):
+    """The follower cannot fetch from the leader; quorum and client paths stay open.
+
+    In the follower's network namespace (a sidecar, as for :class:`NetworkCut`), DROP its outgoing TCP
+    packets to the leader's replication proxy port (``int-<leader>``): its fetch requests go unanswered, it
+    falls behind and leaves the leader's ISR after ``replica.lag.time.max.ms``, silently. Healed like every
+    iptables fault (sidecar flushed and removed; ``heal_all`` also removes it).
+    """
+
+    kind = "replication_cut"
+
+    def __init__(
+        self, cluster: KafkaCluster, follower: Target, leader: Target, log: FaultLog | None = None
+    ) -> None:
+        super().__init__(cluster, follower, log)
+        self.leader_target = leader
+        self.leader: int | None = None
+        self._sidecars: list[Any] = []
+
+    def resolve_brokers(self) -> tuple[int, ...]:
+        self.leader = resolve(self.cluster, self.leader_target)
+        follower = resolve(self.cluster, self.target)
+        return (follower,)
+
+    def params(self) -> dict[str, Param]:
+        return {"leader": self.leader if self.leader is not None else -1}
+
+    def _inject(self) -> None:
+        (follower,) = self.brokers
+        assert self.leader is not None
+        port = self.cluster.broker(self.leader).int_port
+        self._sidecars.append(drop_outgoing(self.cluster, follower, [port]))
+
+    def _heal(self) -> None:
+        while self._sidecars:
+            remove_sidecar(self._sidecars.pop())

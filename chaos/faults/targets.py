@@ -53,7 +53,7 @@ def resolve(cluster: KafkaCluster, target: Target) -> int:
         return target
     if isinstance(target, LeaderOf):
         state = cluster.partition(target.topic, target.partition)
-        if state.offline:
+        if state.leader is None:
             raise FaultError(f"{target.topic}-{target.partition} has no leader to target (offline)")
         return state.leader
     if isinstance(target, FollowerOf):

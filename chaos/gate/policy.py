@@ -8,15 +8,22 @@ unknown guarantee is an error, and missing facts are ``unknown``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from chaos.audit.model import ANOMALIES, AuditFacts
+from chaos.audit.model import (
+    ANOMALIES,
+    AnomalyReport,
+    AuditFacts,
+    Availability,
+    Example,
+    FaultWindow,
+    LatencyStats,
+    Totals,
+)
 from chaos.errors import AuditError
-
-Guarantee = Literal["at_most_once", "at_least_once", "idempotent", "exactly_once"]
-Verdict = Literal["pass", "fail", "unknown"]
-GUARANTEES: Final[tuple[str, ...]] = ("at_most_once", "at_least_once", "idempotent", "exactly_once")
+from chaos.run.terms import GUARANTEES, VERDICTS, Guarantee, Verdict
 
 _ALWAYS: Final = frozenset({"inconsistent_offsets", "unexpected", "aborted_read", "reordered"})
 FATAL: Final[dict[str, frozenset[str]]] = {
@@ -52,8 +59,10 @@ class AuditResult:
             raise UnknownGuarantee(
                 f"guarantee: expected one of {', '.join(GUARANTEES)}; got {self.guarantee!r}"
             )
-        if self.verdict not in ("pass", "fail", "unknown"):
-            raise AuditError(f"AuditResult.verdict: expected pass, fail or unknown; got {self.verdict!r}")
+        if self.verdict not in VERDICTS:
+            raise AuditError(
+                f"AuditResult.verdict: expected one of {', '.join(VERDICTS)}; got {self.verdict!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +78,62 @@ class AuditResult:
     def to_json(self) -> str:
         """Stable JSON: keys in a fixed order (sorted), two-space indent, trailing newline."""
         return json.dumps(self.to_dict(), sort_keys=True, indent=2, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AuditResult:
+        """Inverse of :meth:`to_dict`. A missing key raises ``KeyError``, a bad value ``TypeError`` or a
+        :class:`~chaos.errors.ChaosError` (the caller names the file)."""
+        return cls(
+            _facts_from_dict(data["facts"], str(data.get("run_id", ""))),
+            data["guarantee"],
+            str(data.get("engine", "")),
+            data["verdict"],
+            tuple(data.get("failed_by", ())),
+            tuple(data.get("expected", ())),
+        )
+
+
+def _facts_from_dict(facts: Mapping[str, Any], run_id: str) -> AuditFacts:
+    """Inverse of :meth:`AuditFacts.to_dict`."""
+
+    def stats(d: Mapping[str, Any]) -> LatencyStats:
+        return LatencyStats(int(d["count"]), d.get("p50_ms"), d.get("p99_ms"))
+
+    anomalies = tuple(
+        (
+            name,
+            AnomalyReport(
+                int(facts["anomalies"][name]["count"]),
+                tuple(Example(**e) for e in facts["anomalies"][name].get("examples", ())),
+            ),
+        )
+        for name in ANOMALIES
+    )
+    av = facts["availability"]
+    windows = tuple(
+        FaultWindow(
+            w["fault"],
+            w["target"],
+            float(w["inject_mono"]),
+            w.get("heal_mono"),
+            stats(w["before"]),
+            stats(w["during"]),
+            stats(w["after"]),
+            w.get("heal_to_first_ack_s"),
+            w.get("heal_to_first_delivery_s"),
+        )
+        for w in av.get("windows", ())
+    )
+    availability = Availability(
+        av.get("longest_outage_s"), av.get("outage_start_mono"), av.get("outage_end_mono"), windows
+    )
+    return AuditFacts(
+        str(facts.get("run_id", run_id)),
+        anomalies,
+        availability,
+        Totals(**facts["totals"]),
+        tuple(facts.get("problems", ())),
+    )
 
 
 def judge(facts: AuditFacts, guarantee: str, engine: str) -> AuditResult:

@@ -1,14 +1,27 @@
 """The run's history: every operation, fault and cluster-state sample, recorded durably as it happens.
 
-- :mod:`chaos.history.events` — the event model (one frozen, validated dataclass per kind) and
-  :data:`SCHEMA_VERSION`;
+- the event model (one frozen, validated dataclass per kind) and :data:`SCHEMA_VERSION`, defined in
+  :mod:`chaos.run.events` and re-exported here;
 - :mod:`chaos.history.schema` — the stored wide table (:data:`ARROW_SCHEMA`);
 - :class:`Recorder` — thread-safe writer: JSON Lines flushed continuously, Parquet on close;
 - :func:`read_history` / :func:`to_spark` — readers. docs/history.md describes the format.
 """
 
 from chaos.history.compact import compact_history
-from chaos.history.events import (
+from chaos.history.files import RunDir
+from chaos.history.reader import (
+    LoadedHistory,
+    events_from_table,
+    filter_kinds,
+    kind_counts,
+    load_history,
+    read_events,
+    read_history,
+    to_spark,
+)
+from chaos.history.recorder import Recorder, RecorderStats
+from chaos.history.schema import ARROW_SCHEMA, COLUMN_KINDS
+from chaos.run.events import (
     EVENT_TYPES,
     SCHEMA_VERSION,
     ClientLog,
@@ -33,19 +46,6 @@ from chaos.history.events import (
     syslog_level,
     value_id_for,
 )
-from chaos.history.files import RunDir
-from chaos.history.reader import (
-    LoadedHistory,
-    events_from_table,
-    filter_kinds,
-    kind_counts,
-    load_history,
-    read_events,
-    read_history,
-    to_spark,
-)
-from chaos.history.recorder import Recorder, RecorderStats
-from chaos.history.schema import ARROW_SCHEMA, COLUMN_KINDS
 
 __all__ = [
     "ARROW_SCHEMA",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from chaos.errors import HistoryError
-from chaos.history.events import SCHEMA_VERSION
+from chaos.run.events import SCHEMA_VERSION
 
 HISTORY_DIR: Final = "history"
 PARQUET_NAME: Final = "events.parquet"

@@ -20,7 +20,6 @@ import pyarrow.json as pa_json  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
 from chaos.errors import HistoryError
-from chaos.history.events import COMMON_COLUMNS, SCHEMA_VERSION, Event, check_kinds, kind_columns
 from chaos.history.files import RunDir, parse_header
 from chaos.history.schema import (
     ARROW_SCHEMA,
@@ -30,6 +29,7 @@ from chaos.history.schema import (
     empty_table,
     schema_metadata,
 )
+from chaos.run.events import COMMON_COLUMNS, SCHEMA_VERSION, Event, check_kinds, kind_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -10,7 +10,7 @@ from typing import Final
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
-from chaos.history.events import COMMON_COLUMNS, EVENT_TYPES, SCHEMA_VERSION
+from chaos.run.events import COMMON_COLUMNS, EVENT_TYPES, SCHEMA_VERSION
 
 PARTITION_OFFSET_TYPE: Final = pa.struct(
     [

@@ -174,9 +174,12 @@ def history_symptoms(
             out.append(SymptomMatch(symptom, False, 0, None, ()))
             continue
         hits: list[dict[str, Any]]
-        if symptom.kind == "error_code":
+        if symptom.kind == "error_code" and not symptom.regex:
             picked = table.filter(pc.equal(table["error"], symptom.pattern))
             hits = picked.select(["ts", "kind", "process", "error", "message"]).to_pylist()
+        elif symptom.kind == "error_code":
+            columns = table.select(["ts", "kind", "process", "error", "message"]).to_pylist()
+            hits = [e for e in columns if e["error"] and symptom.matches(e["error"])]
         else:
             hits = [
                 e

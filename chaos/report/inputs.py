@@ -1,451 +1,58 @@
 """What a report reads from a run directory besides the history: ``scenario.json`` and ``audit.json``.
 
-``scenario.json`` is written by whoever runs a scenario (the scenario runner, or a test) at the start of the
-run and again at its end (``ended_ts``, ``outcome``); :class:`ScenarioInfo` is its format (docs/report.md).
-``audit.json`` is written by :func:`chaos.audit.run.audit_run`; :func:`read_audit` rebuilds the
-:class:`~chaos.gate.policy.AuditResult` from it.
+Each file has one owner, re-exported here for the report: ``scenario.json`` is the run's manifest
+(:mod:`chaos.run.manifest`, :class:`ScenarioInfo`); ``audit.json`` is the gate's
+(:mod:`chaos.gate.auditfile`, :func:`read_audit` rebuilds the :class:`~chaos.gate.policy.AuditResult`).
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal
-
 from chaos.errors import ChaosError
+from chaos.gate.auditfile import AUDIT_NAME, read_audit
+from chaos.run.files import RunFileError
+from chaos.run.manifest import (
+    OUTCOMES,
+    SCENARIO_FORMAT,
+    SCENARIO_NAME,
+    SYMPTOM_KINDS,
+    ExpectedSymptom,
+    Scalar,
+    ScenarioInfo,
+    Settings,
+    SymptomKind,
+    ThresholdResult,
+    TopicInfo,
+    read_scenario,
+    scenario_path,
+    write_scenario,
+)
 
-if TYPE_CHECKING:
-    from chaos.gate.policy import AuditResult
-
-SCENARIO_NAME: Final = "scenario.json"
-AUDIT_NAME: Final = "audit.json"
-SCENARIO_FORMAT: Final = 1
-
-Scalar = str | int | float | bool | None
-Settings = Mapping[str, Scalar]
-SymptomKind = Literal["error_code", "client_log", "broker_log"]
-SYMPTOM_KINDS: Final[tuple[str, ...]] = ("error_code", "client_log", "broker_log")
-OUTCOMES: Final[tuple[str, ...]] = ("passed", "failed", "error", "skipped")
+__all__ = [
+    "AUDIT_NAME",
+    "OUTCOMES",
+    "SCENARIO_FORMAT",
+    "SCENARIO_NAME",
+    "SYMPTOM_KINDS",
+    "ExpectedSymptom",
+    "InvalidReportInput",
+    "ReportError",
+    "Scalar",
+    "ScenarioInfo",
+    "Settings",
+    "SymptomKind",
+    "ThresholdResult",
+    "TopicInfo",
+    "read_audit",
+    "read_scenario",
+    "scenario_path",
+    "write_scenario",
+]
 
 
 class ReportError(ChaosError):
     """A report could not be rendered (e.g. the run directory does not exist)."""
 
 
-class InvalidReportInput(ReportError, ValueError):
-    """``scenario.json`` or ``audit.json`` is malformed; the message names the field and the fix."""
-
-
-def _need(ok: bool, owner: object, name: str, expected: str, value: object) -> None:
-    if not ok:
-        raise InvalidReportInput(f"{type(owner).__name__}.{name}: expected {expected}; got {value!r}")
-
-
-def _opt_str(value: object) -> bool:
-    return value is None or type(value) is str
-
-
-def _opt_time(value: object) -> bool:
-    return value is None or (type(value) in (int, float) and math.isfinite(value))  # type: ignore[arg-type]
-
-
-def _settings(owner: object, name: str, value: object) -> Settings:
-    ok = isinstance(value, Mapping) and all(
-        type(k) is str and (v is None or type(v) in (str, int, float, bool)) for k, v in value.items()
-    )
-    _need(ok, owner, name, "a mapping of setting name -> str, int, float, bool or null", value)
-    assert isinstance(value, Mapping)
-    return MappingProxyType(dict(sorted(value.items())))
-
-
-@dataclass(frozen=True)
-class TopicInfo:
-    """The topic under test and its settings (``config``: topic-level configs such as min.insync.replicas)."""
-
-    name: str
-    partitions: int | None = None
-    replication_factor: int | None = None
-    config: Settings = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _need(type(self.name) is str and bool(self.name), self, "name", "a non-empty str", self.name)
-        for attr in ("partitions", "replication_factor"):
-            value = getattr(self, attr)
-            _need(
-                value is None or (type(value) is int and value > 0), self, attr, "an int > 0 or null", value
-            )
-        object.__setattr__(self, "config", _settings(self, "config", self.config))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "partitions": self.partitions,
-            "replication_factor": self.replication_factor,
-            "config": dict(self.config),
-        }
-
-
-@dataclass(frozen=True)
-class ExpectedSymptom:
-    """A symptom the seed case predicts, looked for in the run.
-
-    - ``error_code``: an error code name (``NOT_ENOUGH_REPLICAS``, ``_MSG_TIMED_OUT``…) in the ``error``
-      column of any history event (exact match);
-    - ``client_log``: text in a ``client_log`` event's message (librdkafka's log lines);
-    - ``broker_log``: text in a line of the broker logs (``Shrinking ISR``, ``Failed to elect leader``).
-
-    ``pattern`` is a plain substring unless ``regex`` is true (Python ``re.search``).
-    """
-
-    kind: SymptomKind
-    pattern: str
-    description: str = ""
-    regex: bool = False
-
-    def __post_init__(self) -> None:
-        _need(self.kind in SYMPTOM_KINDS, self, "kind", " or ".join(SYMPTOM_KINDS), self.kind)
-        _need(
-            type(self.pattern) is str and bool(self.pattern), self, "pattern", "a non-empty str", self.pattern
-        )
-        _need(type(self.description) is str, self, "description", "a str", self.description)
-        _need(type(self.regex) is bool, self, "regex", "a bool", self.regex)
-        if self.regex:
-            try:
-                re.compile(self.pattern)
-            except re.error as exc:
-                raise InvalidReportInput(
-                    f"ExpectedSymptom.pattern: {self.pattern!r} is not a valid regex ({exc}); "
-                    f"fix it or set regex=false for a plain substring"
-                ) from None
-
-    def matches(self, text: str) -> bool:
-        """True if ``text`` holds the pattern (error codes: equals it)."""
-        if self.kind == "error_code":
-            return text == self.pattern
-        if self.regex:
-            return re.search(self.pattern, text) is not None
-        return self.pattern in text
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "pattern": self.pattern,
-            "description": self.description,
-            "regex": self.regex,
-        }
-
-
-@dataclass(frozen=True)
-class ThresholdResult:
-    """A threshold the gate checked (``observed`` null: could not be measured)."""
-
-    name: str
-    limit: float
-    observed: float | None
-    passed: bool
-    unit: str = ""
-
-    def __post_init__(self) -> None:
-        _need(type(self.name) is str and bool(self.name), self, "name", "a non-empty str", self.name)
-        _need(_opt_time(self.limit) and self.limit is not None, self, "limit", "a finite number", self.limit)
-        _need(_opt_time(self.observed), self, "observed", "a finite number or null", self.observed)
-        _need(type(self.passed) is bool, self, "passed", "a bool", self.passed)
-        _need(type(self.unit) is str, self, "unit", "a str", self.unit)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "limit": self.limit,
-            "observed": self.observed,
-            "passed": self.passed,
-            "unit": self.unit,
-        }
-
-
-@dataclass(frozen=True)
-class ScenarioInfo:
-    """The contents of ``<run_dir>/scenario.json``: what was run, against what, and what to look for.
-
-    Only ``scenario_id`` is required; everything else renders as "not recorded" when absent. ``plan`` is
-    the fault plan exactly as :meth:`chaos.faults.plan.Plan.to_json` wrote it, parsed. ``ended_ts`` null
-    means the scenario did not record its end (it crashed or is still running).
-    """
-
-    scenario_id: str
-    title: str = ""
-    case_id: str | None = None
-    source: str | None = None
-    symptom: str | None = None
-    guarantee: str | None = None
-    client_profile: str | None = None
-    producer_config: Settings = field(default_factory=dict)
-    consumer_config: Settings = field(default_factory=dict)
-    topic: TopicInfo | None = None
-    broker_config: Settings = field(default_factory=dict)
-    time_profile: str | None = None
-    brokers: int | None = None
-    seed: int | None = None
-    plan: Mapping[str, Any] | None = None
-    expected_symptoms: tuple[ExpectedSymptom, ...] = ()
-    remediation: tuple[str, ...] = ()
-    thresholds: tuple[ThresholdResult, ...] = ()
-    nodeid: str | None = None
-    command: str | None = None
-    log_dir: str = "logs"
-    started_ts: float | None = None
-    ended_ts: float | None = None
-    outcome: str | None = None
-    error: str | None = None
-
-    def __post_init__(self) -> None:
-        _need(
-            type(self.scenario_id) is str and bool(self.scenario_id.strip()),
-            self,
-            "scenario_id",
-            "a non-empty str",
-            self.scenario_id,
-        )
-        _need(type(self.title) is str, self, "title", "a str", self.title)
-        for attr in (
-            "case_id",
-            "source",
-            "symptom",
-            "guarantee",
-            "client_profile",
-            "time_profile",
-            "nodeid",
-            "command",
-            "error",
-        ):
-            _need(_opt_str(getattr(self, attr)), self, attr, "a str or null", getattr(self, attr))
-        for attr in ("producer_config", "consumer_config", "broker_config"):
-            object.__setattr__(self, attr, _settings(self, attr, getattr(self, attr)))
-        _need(
-            self.topic is None or isinstance(self.topic, TopicInfo), self, "topic", "a TopicInfo", self.topic
-        )
-        _need(
-            self.brokers is None or (type(self.brokers) is int and self.brokers > 0),
-            self,
-            "brokers",
-            "an int > 0 or null",
-            self.brokers,
-        )
-        _need(self.seed is None or type(self.seed) is int, self, "seed", "an int or null", self.seed)
-        _need(
-            self.plan is None or isinstance(self.plan, Mapping),
-            self,
-            "plan",
-            "the plan's JSON object (Plan.to_json()) or null",
-            self.plan,
-        )
-        if self.plan is not None:
-            object.__setattr__(self, "plan", MappingProxyType(dict(self.plan)))
-        for attr, kind in (
-            ("expected_symptoms", ExpectedSymptom),
-            ("remediation", str),
-            ("thresholds", ThresholdResult),
-        ):
-            value = getattr(self, attr)
-            _need(
-                isinstance(value, tuple) and all(isinstance(v, kind) for v in value),
-                self,
-                attr,
-                f"a tuple of {kind.__name__}",
-                value,
-            )
-        _need(
-            type(self.log_dir) is str and bool(self.log_dir) and not os.path.isabs(self.log_dir),
-            self,
-            "log_dir",
-            "a relative path inside the run dir",
-            self.log_dir,
-        )
-        for attr in ("started_ts", "ended_ts"):
-            _need(_opt_time(getattr(self, attr)), self, attr, "epoch seconds or null", getattr(self, attr))
-        _need(
-            self.outcome is None or self.outcome in OUTCOMES,
-            self,
-            "outcome",
-            f"one of {', '.join(OUTCOMES)} or null",
-            self.outcome,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": SCENARIO_FORMAT,
-            "scenario_id": self.scenario_id,
-            "title": self.title,
-            "case_id": self.case_id,
-            "source": self.source,
-            "symptom": self.symptom,
-            "guarantee": self.guarantee,
-            "client_profile": self.client_profile,
-            "producer_config": dict(self.producer_config),
-            "consumer_config": dict(self.consumer_config),
-            "topic": self.topic.to_dict() if self.topic is not None else None,
-            "broker_config": dict(self.broker_config),
-            "time_profile": self.time_profile,
-            "brokers": self.brokers,
-            "seed": self.seed,
-            "plan": dict(self.plan) if self.plan is not None else None,
-            "expected_symptoms": [s.to_dict() for s in self.expected_symptoms],
-            "remediation": list(self.remediation),
-            "thresholds": [t.to_dict() for t in self.thresholds],
-            "nodeid": self.nodeid,
-            "command": self.command,
-            "log_dir": self.log_dir,
-            "started_ts": self.started_ts,
-            "ended_ts": self.ended_ts,
-            "outcome": self.outcome,
-            "error": self.error,
-        }
-
-    def to_json(self) -> str:
-        """Stable JSON (sorted keys, 2-space indent, trailing newline)."""
-        return (
-            json.dumps(self.to_dict(), sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
-        )
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ScenarioInfo:
-        """Rebuild from :meth:`to_dict` output; unknown keys and a newer ``format`` are refused."""
-        if not isinstance(data, Mapping):
-            raise InvalidReportInput(f"scenario.json: expected a JSON object; got {type(data).__name__}")
-        fmt = data.get("format", SCENARIO_FORMAT)
-        if fmt != SCENARIO_FORMAT:
-            raise InvalidReportInput(
-                f"scenario.json: format {fmt!r}; this harness reads format {SCENARIO_FORMAT}. "
-                f"Render it with the harness version that wrote it."
-            )
-        known = set(cls.__dataclass_fields__) | {"format"}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InvalidReportInput(f"scenario.json: unknown keys {unknown}; known: {sorted(known)}")
-        kwargs = {k: v for k, v in data.items() if k != "format"}
-        try:
-            topic = kwargs.get("topic")
-            if topic is not None:
-                kwargs["topic"] = TopicInfo(**topic)
-            kwargs["expected_symptoms"] = tuple(
-                ExpectedSymptom(**s) for s in kwargs.get("expected_symptoms") or ()
-            )
-            kwargs["thresholds"] = tuple(ThresholdResult(**t) for t in kwargs.get("thresholds") or ())
-            kwargs["remediation"] = tuple(kwargs.get("remediation") or ())
-            for attr in ("producer_config", "consumer_config", "broker_config"):
-                if kwargs.get(attr) is None:
-                    kwargs.pop(attr, None)
-            return cls(**kwargs)
-        except TypeError as exc:
-            raise InvalidReportInput(f"scenario.json: {exc}") from None
-
-
-def scenario_path(run_dir: str | os.PathLike[str]) -> Path:
-    """``<run_dir>/scenario.json``."""
-    return Path(run_dir) / SCENARIO_NAME
-
-
-def write_scenario(run_dir: str | os.PathLike[str], info: ScenarioInfo) -> Path:
-    """Write ``scenario.json`` atomically (write, then rename); returns its path."""
-    target = scenario_path(run_dir)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(info.to_json(), encoding="utf-8")
-    tmp.replace(target)
-    return target
-
-
-def read_scenario(run_dir: str | os.PathLike[str]) -> ScenarioInfo | None:
-    """The run's scenario metadata, ``None`` if there is no ``scenario.json``; a malformed one raises
-    :class:`InvalidReportInput`."""
-    path = scenario_path(run_dir)
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InvalidReportInput(f"{path}: not readable JSON ({exc})") from None
-    return ScenarioInfo.from_dict(data)
-
-
-def read_audit(run_dir: str | os.PathLike[str]) -> AuditResult | None:
-    """The audit result from ``<run_dir>/audit.json`` (``AuditResult.to_json()``), ``None`` if absent; a
-    malformed one raises :class:`InvalidReportInput`."""
-    path = Path(run_dir) / AUDIT_NAME
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return audit_from_dict(data)
-    except (OSError, ValueError, KeyError, TypeError, ChaosError) as exc:
-        raise InvalidReportInput(f"{path}: not an audit result written by `chaos audit` ({exc})") from None
-
-
-def audit_from_dict(data: Mapping[str, Any]) -> AuditResult:
-    """Rebuild an :class:`AuditResult` from ``AuditResult.to_dict()`` output."""
-    from chaos.audit.model import (
-        ANOMALIES,
-        AnomalyReport,
-        AuditFacts,
-        Availability,
-        Example,
-        FaultWindow,
-        LatencyStats,
-        Totals,
-    )
-    from chaos.gate.policy import AuditResult
-
-    facts = data["facts"]
-
-    def stats(d: Mapping[str, Any]) -> LatencyStats:
-        return LatencyStats(int(d["count"]), d.get("p50_ms"), d.get("p99_ms"))
-
-    anomalies = tuple(
-        (
-            name,
-            AnomalyReport(
-                int(facts["anomalies"][name]["count"]),
-                tuple(Example(**e) for e in facts["anomalies"][name].get("examples", ())),
-            ),
-        )
-        for name in ANOMALIES
-    )
-    av = facts["availability"]
-    windows = tuple(
-        FaultWindow(
-            w["fault"],
-            w["target"],
-            float(w["inject_mono"]),
-            w.get("heal_mono"),
-            stats(w["before"]),
-            stats(w["during"]),
-            stats(w["after"]),
-            w.get("heal_to_first_ack_s"),
-            w.get("heal_to_first_delivery_s"),
-        )
-        for w in av.get("windows", ())
-    )
-    availability = Availability(
-        av.get("longest_outage_s"), av.get("outage_start_mono"), av.get("outage_end_mono"), windows
-    )
-    totals = Totals(**facts["totals"])
-    audit_facts = AuditFacts(
-        str(facts.get("run_id", data.get("run_id", ""))),
-        anomalies,
-        availability,
-        totals,
-        tuple(facts.get("problems", ())),
-    )
-    return AuditResult(
-        audit_facts,
-        data["guarantee"],
-        str(data.get("engine", "")),
-        data["verdict"],
-        tuple(data.get("failed_by", ())),
-        tuple(data.get("expected", ())),
-    )
+InvalidReportInput = RunFileError
+"""``scenario.json`` or ``audit.json`` is malformed; the message names the field and the fix. The error of
+the files' owners, under the name the report catches."""

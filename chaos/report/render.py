@@ -2,9 +2,10 @@
 
 A page reads ``scenario.json`` (:class:`~chaos.report.inputs.ScenarioInfo`), the history
 (:func:`chaos.history.load_history`: Parquet, or the JSONL segments of a run that crashed), ``audit.json``
-(:class:`~chaos.gate.policy.AuditResult`) and the broker logs. Whatever is missing is said on the page; the
-page never computes anomalies itself. Plotly's JavaScript is embedded once per page, so it opens from
-``file://`` without any network.
+(:class:`~chaos.gate.policy.AuditResult`), ``evidence.json`` (:class:`~chaos.run.evidence.Evidence`) and the
+broker logs. Whatever is missing is said on the page; the page never computes anomalies itself. The verdict
+it shows is the run's (:func:`run_verdict`): the audit's, or ``unknown`` when a precondition of the case did
+not hold. Plotly's JavaScript is embedded once per page, so it opens from ``file://`` without any network.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from chaos.report.inputs import (
     read_audit,
     read_scenario,
 )
+from chaos.run.evidence import EVIDENCE_NAME, EvidenceError, read_evidence
 
 if TYPE_CHECKING:
     import jinja2
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from chaos.gate.policy import AuditResult
     from chaos.report.evidence import SymptomMatch
     from chaos.report.timeline import Timeline
+    from chaos.run.evidence import Check, Evidence
+    from chaos.run.terms import Verdict
 
 PAGE_NAME: Final = "report.html"
 SUMMARY_NAME: Final = "report.json"
@@ -73,6 +77,8 @@ class RunSummary:
     duration_s: float | None
     missing: tuple[str, ...]
     page: str | None
+    reasons: tuple[str, ...] = ()
+    """Why the run's evidence makes its verdict ``unknown`` (:func:`run_verdict`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +94,7 @@ class RunSummary:
             "duration_s": self.duration_s,
             "missing": list(self.missing),
             "page": self.page,
+            "reasons": list(self.reasons),
         }
 
     @classmethod
@@ -105,7 +112,17 @@ class RunSummary:
             data.get("duration_s"),
             tuple(data.get("missing") or ()),
             data.get("page"),
+            tuple(data.get("reasons") or ()),
         )
+
+
+@dataclass(frozen=True)
+class SymptomRow:
+    """An expected symptom's row on the page: what the report found of it, and the run's own check of it
+    (``None`` for a ``broker_log`` symptom, which only the report looks for, or a run without evidence)."""
+
+    match: SymptomMatch
+    check: Check | None
 
 
 @dataclass(frozen=True)
@@ -245,6 +262,7 @@ def _missing(
     audit_error: str | None,
     log_dir: Path,
     logs: list[Path],
+    evidence_error: str | None,
 ) -> list[str]:
     out = []
     if scenario_error:
@@ -283,7 +301,53 @@ def _missing(
         )
     if not logs:
         out.append(f"no broker logs in {log_dir.name}/: broker-log symptoms and log excerpts are not shown")
+    if evidence_error:
+        out.append(f"{EVIDENCE_NAME} is unreadable ({evidence_error}): the run's checks are not shown")
     return out
+
+
+def read_run_evidence(run_dir: Path) -> tuple[Evidence | None, str | None]:
+    """The run's ``evidence.json`` (``None``: it wrote none), or the error that kept it from being read."""
+    try:
+        return read_evidence(run_dir), None
+    except EvidenceError as exc:
+        return None, str(exc)
+
+
+def run_verdict(
+    audit: AuditResult | None, evidence: Evidence | None, evidence_error: str | None = None
+) -> tuple[Verdict, tuple[str, ...]]:
+    """The run's verdict and, when the evidence makes it ``unknown``, why.
+
+    The audit's verdict (``unknown`` without one), unless a precondition of the case did not hold
+    (:meth:`Evidence.verdict`) or ``evidence.json`` is unreadable (its preconditions cannot be checked):
+    then ``unknown`` — inconclusive, never the audit's pass."""
+    if evidence_error is not None:
+        return "unknown", (f"{EVIDENCE_NAME} is unreadable: the case's preconditions cannot be checked",)
+    audit_verdict: Verdict = audit.verdict if audit is not None else "unknown"
+    if evidence is None:
+        return audit_verdict, ()
+    return evidence.verdict(audit_verdict), evidence.reasons()
+
+
+def symptom_rows(
+    matches: Iterable[SymptomMatch], evidence: Evidence | None
+) -> tuple[list[SymptomRow], tuple[Check, ...]]:
+    """Each expected symptom's match with the run's check of the same symptom (the runner records one per
+    ``error_code`` / ``client_log`` symptom, named by ``ExpectedSymptom.check_description``), and the
+    run's other checks — so no symptom is listed twice."""
+
+    others = list(evidence.checks) if evidence is not None else []
+    rows = []
+    for match in matches:
+        check = None
+        if match.symptom.kind != "broker_log":
+            wanted = match.symptom.check_description
+            check = next((c for c in others if c.kind == "symptom" and c.description == wanted), None)
+            if check is not None:
+                others.remove(check)
+        rows.append(SymptomRow(match, check))
+    return rows, tuple(others)
 
 
 def _summary(
@@ -294,6 +358,7 @@ def _summary(
     context: RunContext | None,
     missing: list[str],
     page: str | None,
+    verdict: tuple[Verdict, tuple[str, ...]],
 ) -> RunSummary:
     started = (
         info.started_ts
@@ -312,7 +377,7 @@ def _summary(
         scenario_id=info.scenario_id if info is not None else run_dir.name,
         title=info.title if info is not None else "",
         case_id=info.case_id if info is not None else None,
-        verdict=audit.verdict if audit is not None else "unknown",
+        verdict=verdict[0],
         guarantee=audit.guarantee if audit is not None else (info.guarantee if info is not None else None),
         failed_by=audit.failed_by if audit is not None else (),
         outcome=outcome,
@@ -320,6 +385,7 @@ def _summary(
         duration_s=duration,
         missing=tuple(missing),
         page=page,
+        reasons=verdict[1],
     )
 
 
@@ -349,6 +415,8 @@ def build_page(run_dir: str | os.PathLike[str], context: RunContext | None = Non
     except InvalidReportInput as exc:
         audit_error = str(exc)
 
+    evidence, evidence_error = read_run_evidence(path)
+
     history = None
     history_error = None
     timeline = None
@@ -371,11 +439,22 @@ def build_page(run_dir: str | os.PathLike[str], context: RunContext | None = Non
     matches += log_matches
     order = {id(s): i for i, s in enumerate(symptoms)}
     matches.sort(key=lambda m: order.get(id(m.symptom), 0))
+    rows, other_checks = symptom_rows(matches, evidence)
 
     missing = _missing(
-        info, scenario_error, history, history_error, timeline, audit, audit_error, log_dir, logs
+        info,
+        scenario_error,
+        history,
+        history_error,
+        timeline,
+        audit,
+        audit_error,
+        log_dir,
+        logs,
+        evidence_error,
     )
-    summary = _summary(path, info, audit, timeline, context, missing, PAGE_NAME)
+    verdict = run_verdict(audit, evidence, evidence_error)
+    summary = _summary(path, info, audit, timeline, context, missing, PAGE_NAME, verdict)
 
     failing: list[str] = []
     if audit is not None:
@@ -420,7 +499,9 @@ def build_page(run_dir: str | os.PathLike[str], context: RunContext | None = Non
         "charts": charts,
         "figures_json": figures_json(charts),
         "plan_steps": plan_steps,
-        "matches": matches,
+        "symptom_rows": rows,
+        "evidence": evidence,
+        "other_checks": other_checks,
         "excerpts": excerpts,
         "log_files": [p.name for p in logs],
         "log_dir": log_dir.name,
@@ -496,7 +577,11 @@ def _light_summary(run_dir: Path) -> RunSummary:
         audit = read_audit(run_dir)
     except InvalidReportInput as exc:
         missing.append(str(exc))
-    return _summary(run_dir, info, audit, None, None, missing, None)
+    evidence, evidence_error = read_run_evidence(run_dir)
+    if evidence_error:
+        missing.append(evidence_error)
+    verdict = run_verdict(audit, evidence, evidence_error)
+    return _summary(run_dir, info, audit, None, None, missing, None, verdict)
 
 
 def load_summary(run_dir: Path) -> RunSummary:

@@ -18,6 +18,10 @@ from typing import Any, Final
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
+from chaos.history.events import FaultEvent
+from chaos.history.reader import events_from_table, filter_kinds
+from chaos.history.windows import fault_windows
+
 MAX_BUCKETS: Final = 1800
 """At most this many time buckets per chart: 1 s buckets up to 30 minutes, wider beyond."""
 MAX_PARTITION_TRACES: Final = 24
@@ -36,7 +40,7 @@ def plot_text(value: object) -> str:
 
 @dataclass(frozen=True)
 class FaultSpan:
-    """One fault from its inject event to the first later heal of the same fault and target."""
+    """One fault window from its inject event to its heal (:func:`fault_spans`)."""
 
     fault: str
     target: str
@@ -94,40 +98,26 @@ def rows(table: pa.Table, kind: str, columns: Sequence[str]) -> list[dict[str, A
 
 
 def fault_spans(table: pa.Table) -> tuple[FaultSpan, ...]:
-    """Fault windows: each inject closed by the first later heal of the same fault and target."""
-    events = rows(table, "fault", ["ts", "mono", "action", "fault", "target", "params", "error", "message"])
-    spans: list[FaultSpan] = []
-    open_: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for ev in events:
-        key = (ev["fault"], ev["target"])
-        err = f"{ev['action']}: {ev['error']} {ev['message'] or ''}".strip() if ev["error"] else None
-        if ev["action"] == "inject":
-            spans.append(
-                FaultSpan(
-                    ev["fault"],
-                    ev["target"],
-                    ev["ts"],
-                    None,
-                    ev["mono"],
-                    None,
-                    ev["params"] or "{}",
-                    (err,) if err else (),
-                )
+    """Fault windows, one per inject, paired with their heals by
+    :func:`chaos.history.windows.fault_windows`; a failed inject or heal adds its error."""
+    events = [e for e in events_from_table(filter_kinds(table, "fault")) if isinstance(e, FaultEvent)]
+    spans = []
+    for pair in fault_windows(events):
+        inject, heal = pair.inject, pair.heal
+        edges = (inject, heal) if heal is not None else (inject,)
+        errors = tuple(f"{e.action}: {e.error} {e.message or ''}".strip() for e in edges if e.error)
+        spans.append(
+            FaultSpan(
+                inject.fault,
+                inject.target,
+                inject.ts,
+                heal.ts if heal is not None else None,
+                inject.mono,
+                heal.mono if heal is not None else None,
+                inject.params or "{}",
+                errors,
             )
-            open_[key].append(len(spans) - 1)
-        elif ev["action"] == "heal" and open_[key]:
-            for index in open_.pop(key):
-                s = spans[index]
-                spans[index] = FaultSpan(
-                    s.fault,
-                    s.target,
-                    s.inject_ts,
-                    ev["ts"],
-                    s.inject_mono,
-                    ev["mono"],
-                    s.params,
-                    s.errors + ((err,) if err else ()),
-                )
+        )
     return tuple(spans)
 
 

@@ -9,10 +9,10 @@
 - :func:`discover` / :func:`find` — the catalog's scenarios (``chaos list`` / ``chaos run``).
 """
 
-from chaos.report.inputs import ExpectedSymptom
+from chaos.faults.network import ReplicationCut
+from chaos.run.manifest import ExpectedSymptom
 from chaos.scenario.api import chaos_scenario
 from chaos.scenario.bridge import fault_event
-from chaos.scenario.faults import ReplicationCut
 from chaos.scenario.model import Scenario, ScenarioDefinitionError, ScenarioError, Variant
 from chaos.scenario.registry import discover, find, pytest_args, scenarios_dir
 from chaos.scenario.result import ScenarioResult

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Final
 
 from chaos.errors import ChaosError, ConfigError
-from chaos.report.inputs import ExpectedSymptom
+from chaos.run.manifest import ExpectedSymptom
 from chaos.run.terms import GUARANTEES, VERDICTS, Verdict
 from chaos.workload import ClientProfile
 

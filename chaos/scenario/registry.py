@@ -1,5 +1,10 @@
 """Finding the scenarios: every :class:`~chaos.scenario.model.Scenario` defined at module level in a
-``scenarios/test_*.py`` file (imported by path, so no package install is needed)."""
+``test_*.py`` file of the built-in catalog (imported by path, so the directory need not be importable).
+
+The catalog's source is the repo's top-level ``scenarios/`` directory; the package ships it as
+``chaos.catalog`` (``pyproject.toml`` maps the one onto the other), so an editable install resolves
+``chaos.catalog`` to ``scenarios/`` and a wheel to ``site-packages/chaos/catalog/``.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,25 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from chaos.paths import REPO_ROOT
+from chaos.paths import REPO_ROOT, reports_dir
 from chaos.scenario.model import Scenario, ScenarioError
+
+CATALOG_PACKAGE = "chaos.catalog"
 
 
 def scenarios_dir() -> Path:
-    """The repository's ``scenarios/`` directory."""
-    return REPO_ROOT / "scenarios"
+    """The built-in catalog's directory: where ``chaos.catalog`` is installed, else (a source checkout
+    run without installing it) the checkout's ``scenarios/``."""
+    spec = importlib.util.find_spec(CATALOG_PACKAGE)
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations))).resolve()
+    checkout = REPO_ROOT / "scenarios"
+    if any(checkout.glob("test_*.py")):
+        return checkout
+    raise ScenarioError(
+        f"the built-in scenario catalog ({CATALOG_PACKAGE}) is not installed; reinstall the package "
+        f"(`pip install chaos-harness`, or `pip install -e .` in its checkout)"
+    )
 
 
 def discover(directory: Path | None = None) -> list[Scenario]:
@@ -75,8 +92,17 @@ def pytest_args(
     variant: str | None = None,
     extra: tuple[str, ...] = (),
 ) -> list[str]:
-    """The pytest command line that runs ``scenario`` (one variant or all) as ``chaos run`` does."""
-    args = [str(REPO_ROOT / scenario.nodeid(variant)), "-m", "chaos", "--chaos-profile", profile]
+    """The pytest command line that runs ``scenario`` (one variant or all) as ``chaos run`` does, from
+    wherever its file is (``@chaos_scenario`` records its absolute path).
+
+    pytest's rootdir is the directory above the file's (the checkout, or the installed ``chaos``
+    package), so node ids name the file and no conftest.py further up is picked up. What pytest writes
+    goes to the current directory: its cache to ``./.pytest_cache``, the artifacts to
+    :func:`chaos.paths.reports_dir` (``$CHAOS_REPORT_DIR``, else ``./reports``).
+    """
+    args = [scenario.nodeid(variant), "-m", "chaos", "--chaos-profile", profile]
     if seed is not None:
         args += ["--chaos-seed", str(seed)]
-    return [*args, "--rootdir", str(REPO_ROOT), *extra]
+    args += ["--rootdir", str(Path(scenario.module).absolute().parent.parent)]
+    args += ["-o", f"cache_dir={Path.cwd() / '.pytest_cache'}", "--chaos-report-dir", str(reports_dir())]
+    return [*args, *extra]

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chaos.history import ClientLog, Event
-from chaos.report.inputs import ExpectedSymptom
 from chaos.run.evidence import Evidence, EvidenceLog, write_evidence
+from chaos.run.manifest import ExpectedSymptom
 from chaos.scenario.model import ScenarioError
 from chaos.workload import DrainSummary
 
@@ -106,9 +106,8 @@ class ScenarioResult:
             if symptom.kind == "broker_log":
                 continue
             hits = [e for e in self.events if _shows(e, symptom)]
-            about = f": {symptom.description}" if symptom.description else ""
             self.symptom(
-                f"{symptom.kind} {symptom.pattern!r}{about}",
+                symptom.check_description,
                 bool(hits),
                 f"{len(hits)} events, first from {hits[0].process}" if hits else "not in the history",
             )

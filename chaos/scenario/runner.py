@@ -32,9 +32,9 @@ from chaos.history import (
     Recorder,
     read_events,
 )
-from chaos.history.events import Isolation
-from chaos.report.inputs import ScenarioInfo, TopicInfo, write_scenario
+from chaos.run.events import Isolation
 from chaos.run.evidence import EvidenceLog, write_evidence
+from chaos.run.manifest import ScenarioInfo, TopicInfo, write_scenario
 from chaos.scenario.bridge import fault_event
 from chaos.scenario.model import Scenario, ScenarioError, Variant
 from chaos.scenario.result import ScenarioResult
@@ -42,6 +42,8 @@ from chaos.scenario.views import acked_ids, delivered_ids
 from chaos.workload import (
     ClientProfile,
     ClusterSampler,
+    CommitStrategy,
+    DeliveryPoint,
     MemberSpec,
     Processing,
     ProducerSpec,
@@ -59,7 +61,7 @@ from chaos.workload import (
 if TYPE_CHECKING:
     from chaos.audit.run import Engine
     from chaos.cluster.cluster import KafkaCluster
-    from chaos.cluster.introspect import PartitionState as LiveState
+    from chaos.run.events import PartitionState as LiveState
 
 F = TypeVar("F", bound=Fault)
 Scalar = str | int | float | bool | None
@@ -345,19 +347,22 @@ class ScenarioRun:
         overrides: dict[str, Any] | None = None,
         duration_s: float = 120.0,
         topic: str | None = None,
+        strategy: CommitStrategy = "commit_after",
+        record_delivery: DeliveryPoint = "consume",
     ) -> MemberSpec:
-        """A ``commit_after`` group member of the run's group with the variant's consumer configuration,
-        not started (for process members, or a member started later)."""
+        """A group member of the run's group (default: commits after processing) with the variant's consumer
+        configuration, not started (for process members, or a member started later)."""
         return MemberSpec(
             name=name,
             run_id=self.run_id,
             group=self.group,
             topic=topic or self.topic,
             config=consumer_config(self.client, self.bootstrap, name, self.group, self.time, overrides),
-            strategy="commit_after",
+            strategy=strategy,
             processing=processing or Processing(),
             batch_size=batch_size,
             duration_s=duration_s,
+            record_delivery=record_delivery,
         )
 
     def member(
@@ -369,6 +374,8 @@ class ScenarioRun:
         overrides: dict[str, Any] | None = None,
         duration_s: float = 120.0,
         topic: str | None = None,
+        strategy: CommitStrategy = "commit_after",
+        record_delivery: DeliveryPoint = "consume",
     ) -> ThreadMember:
         """Start a group member (:meth:`member_spec`) in a thread; the run stops it when it ends."""
         member = ThreadMember(
@@ -379,6 +386,8 @@ class ScenarioRun:
                 overrides=overrides,
                 duration_s=duration_s,
                 topic=topic,
+                strategy=strategy,
+                record_delivery=record_delivery,
             ),
             self.record,
         )
@@ -461,7 +470,8 @@ class ScenarioRun:
         """
         if self._history is None or self._finished:
             raise ScenarioError("finish() needs an open run and may be called once")
-        from chaos.audit.run import TopicSource, audit_run
+        from chaos.audit.run import TopicSource
+        from chaos.gate.run import audit_run
 
         self._teardown()
         if self._info.topic is not None:

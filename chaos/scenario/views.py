@@ -20,6 +20,7 @@ from chaos.history.events import (
     Rebalance,
     SendOutcome,
 )
+from chaos.history.windows import fault_windows
 
 
 def probe_calls(events: Iterable[Event], operation: str | None = None) -> list[ProbeCall]:
@@ -32,19 +33,12 @@ def faults(events: Iterable[Event], fault: str | None = None) -> list[FaultEvent
 
 
 def fault_window(events: Sequence[Event], fault: str) -> tuple[float, float | None]:
-    """``(inject mono, heal mono or None)`` of the first ``fault`` injected in the history."""
-    injected = next((e for e in faults(events, fault) if e.action == "inject"), None)
-    if injected is None:
+    """``(inject mono, heal mono or None)`` of the first ``fault`` injected in the history (``events`` in
+    record order), paired with its heal by :func:`chaos.history.windows.fault_windows`."""
+    first = next(iter(fault_windows(faults(events, fault))), None)
+    if first is None:
         raise AssertionError(f"no {fault} inject in the history")
-    healed = next(
-        (
-            e
-            for e in faults(events, fault)
-            if e.action == "heal" and e.target == injected.target and e.mono >= injected.mono
-        ),
-        None,
-    )
-    return injected.mono, healed.mono if healed is not None else None
+    return first.inject.mono, first.heal.mono if first.heal is not None else None
 
 
 def samples(

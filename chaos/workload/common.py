@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException
 
-from chaos.history.events import ClientLog, Event, parse_value_id, syslog_level
+from chaos.run.events import ClientLog, Event, parse_value_id, syslog_level
 
 Sink = Callable[[Event], None]
 """Where workload events go: ``Recorder.record`` in-process, a pipe writer in a member subprocess."""

@@ -34,13 +34,15 @@ from typing import Any, Final, Literal, Self, get_args
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from chaos.errors import ConfigError, WorkloadError
-from chaos.history.events import (
+from chaos.run.events import (
     ClientLog,
     Commit,
     Delivery,
     Event,
+    Outcome,
     PartitionOffset,
     Rebalance,
+    RebalanceAction,
 )
 from chaos.workload.common import (
     ClientLogBridge,
@@ -210,7 +212,7 @@ def rebalance_callbacks(
     """
 
     def recorder(
-        action: Literal["assign", "revoke", "lost"],
+        action: RebalanceAction,
     ) -> Callable[[Consumer, list[TopicPartition]], None]:
         def callback(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
             sink(Rebalance(action=action, partitions=partition_offsets(partitions), **fields()))
@@ -238,7 +240,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
     def on_commit(err: KafkaError | None, partitions: list[TopicPartition]) -> None:
         offsets = partition_offsets(partitions)
         if err is None:
-            outcome: Literal["ok", "fail", "info"] = "fail" if any(p.error for p in offsets) else "ok"
+            outcome: Outcome = "fail" if any(p.error for p in offsets) else "ok"
             error = next((p.error for p in offsets if p.error), None)
             sink(Commit(outcome=outcome, offsets=offsets, error=error, message="auto-commit", **common()))
         elif err.code() != KafkaError._NO_OFFSET:  # nothing stored yet: no commit was sent

@@ -13,7 +13,7 @@ import sys
 import threading
 from types import FrameType
 
-from chaos.history.events import Event
+from chaos.run.events import Event
 from chaos.workload.common import Sink
 from chaos.workload.consumer import MemberSpec, run_member
 

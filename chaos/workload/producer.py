@@ -16,7 +16,7 @@ from typing import Any, Final
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from chaos.errors import ConfigError, WorkloadError
-from chaos.history.events import NAME_PATTERN, SendInvoke, SendOutcome, value_id_for
+from chaos.run.events import NAME_PATTERN, SendInvoke, SendOutcome, value_id_for
 from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text
 from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
 from chaos.workload.profiles import CI, ClientProfile, ConfigValue, TimeProfile, producer_config

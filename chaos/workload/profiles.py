@@ -12,12 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal, get_args
+from typing import Final
 
 from chaos.errors import ConfigError
-
-Guarantee = Literal["at_most_once", "at_least_once", "idempotent", "exactly_once"]
-GUARANTEES: Final[tuple[str, ...]] = get_args(Guarantee)
+from chaos.run.terms import GUARANTEES
+from chaos.run.terms import Guarantee as Guarantee  # re-exported by chaos.workload
 
 ConfigValue = str | int | float | bool
 ConfigItems = tuple[tuple[str, ConfigValue], ...]

@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
 
 from chaos.errors import ConfigError
-from chaos.history.events import DrainEnd, DrainRead, Isolation, ProbeCall
+from chaos.run.events import DrainEnd, DrainRead, Isolation, ProbeCall
 from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text, payload_value_id
 from chaos.workload.profiles import CI, TimeProfile, admin_config
 

@@ -1,23 +1,20 @@
 """A composed no-fault workload: N producers and an M-member group on one topic, plus the sampler.
 
 :func:`run_workload` is what the throughput acceptance run and the kill -9 test drive; ``python -m
-chaos.workload.runner`` runs it in a child process with its own :class:`~chaos.history.Recorder` and
-prints a progress line per ``progress_s`` (wall clock and events recorded so far), so a test can SIGKILL
-it mid-run and know what the history must hold.
+chaos.history.record_workload`` runs it in a child process with its own :class:`~chaos.history.Recorder`
+and prints progress lines, so a test can SIGKILL it mid-run and know what the history must hold.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Final, Literal
 
 from chaos.errors import ConfigError
-from chaos.history.events import Delivery, Event, SendOutcome
+from chaos.run.events import Delivery, Event, SendOutcome
 from chaos.workload.common import Sink
 from chaos.workload.consumer import CommitStrategy, ConsumerGroup, MemberSpec, Processing
 from chaos.workload.producer import ProducerSpec, ProducerStats, ProducerWorker
@@ -200,33 +197,3 @@ def run_workload(
         caught_up_s=caught_up,
         elapsed_s=time.monotonic() - started,
     )
-
-
-def main(argv: list[str]) -> int:
-    """``python -m chaos.workload.runner RUN_DIR RUN_ID BOOTSTRAP`` with a :class:`WorkloadPlan` JSON line
-    on stdin. Prints ``progress <wall ts> <events recorded>`` lines while it runs."""
-    from chaos.history.recorder import Recorder
-
-    run_dir, run_id, bootstrap = argv
-    plan = WorkloadPlan.from_json(sys.stdin.readline())
-    with Recorder(Path(run_dir), run_id) as history:
-        stop = threading.Event()
-
-        def report() -> None:
-            while not stop.wait(0.25):
-                stats = history.stats()
-                print(f"progress {time.time():.3f} {stats.recorded} {stats.written}", flush=True)
-
-        reporter = threading.Thread(target=report, daemon=True)
-        reporter.start()
-        try:
-            result = run_workload(bootstrap, history.record, run_id, plan)
-        finally:
-            stop.set()
-            reporter.join(2.0)
-    print(f"done {json.dumps(asdict(result))}", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

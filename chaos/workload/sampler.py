@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from chaos.cluster import wire
+from chaos.cluster.introspect import partition_states
 from chaos.errors import ClusterError, ConfigError, WorkloadError
-from chaos.history.events import ClusterSample, PartitionState
+from chaos.run.events import ClusterSample
 from chaos.workload.common import Sink
 
 
@@ -146,16 +147,7 @@ class ClusterSampler:
         meta = wire.metadata(host, port, self._topics, self._timeout)
         if meta.topic_errors:
             raise ClusterError(f"metadata topic errors {dict(meta.topic_errors)}")
-        states = tuple(
-            PartitionState(
-                topic=p.topic,
-                partition=p.partition,
-                leader=p.leader if p.leader >= 0 else None,
-                isr=p.isr,
-                replicas=p.replicas,
-            )
-            for p in meta.partitions
-        )
+        states = partition_states(meta)
         fields: dict[str, Any] = {
             "controller": wire.quorum_leader(host, port, self._timeout) if self._controller else None,
             "brokers": tuple(node for node, _, _ in meta.brokers),

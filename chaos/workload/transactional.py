@@ -34,12 +34,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from chaos.errors import ConfigError, WorkloadError
-from chaos.history.events import ClientLog, Delivery, PartitionOffset, TxnMarker
+from chaos.run.events import ClientLog, Delivery, Outcome, PartitionOffset, TxnAction, TxnMarker
 from chaos.workload.common import (
     ClientLogBridge,
     Sink,
@@ -198,8 +198,8 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
         return member_fields(spec.run_id, spec.name, spec.group, consumer)
 
     def marker(
-        action: Literal["begin", "commit", "abort"],
-        outcome: Literal["ok", "fail", "info"] = "ok",
+        action: TxnAction,
+        outcome: Outcome = "ok",
         value_ids: Sequence[str] = (),
         offsets: tuple[PartitionOffset, ...] = (),
         exc: BaseException | None = None,

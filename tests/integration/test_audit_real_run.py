@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from chaos.audit.run import TopicSource, audit_run
+from chaos.audit.run import TopicSource
 from chaos.cluster.cluster import KafkaCluster
 from chaos.gate.policy import AuditResult
+from chaos.gate.run import audit_run
 from chaos.history import Recorder
 from chaos.workload.readers import drain
 from chaos.workload.runner import WorkloadPlan, run_workload

@@ -239,7 +239,7 @@ def test_stop_hands_leadership_over_before_exit_and_restart_rejoins(kafka_cluste
     controller = kafka_cluster.controller_id()
     states = kafka_cluster.describe_partitions([topic])
     # a partition leader that is not the active controller (stopping the controller adds an election)
-    led = sorted({s.leader for s in states} - {controller})
+    led = sorted({s.leader for s in states if s.leader is not None} - {controller})
     assert led, f"every partition of {topic} is led by the controller {controller}: {states}"
     target = led[0]
     led_before = [s.partition for s in states if s.leader == target]
@@ -336,7 +336,9 @@ def test_bandwidth_limits_a_fetch_to_the_rate_and_heal_restores_speed(kafka_clus
     count, record_size, rate_kb_s = 100, 3000, 100  # 300 kB at 100 kB/s: >= 3.0 s
     kafka_cluster.create_topic(topic, partitions=1, replication_factor=3)
     produce(kafka_cluster.bootstrap_servers, topic, count, size=record_size)
-    leader = kafka_cluster.broker(kafka_cluster.partition(topic, 0).leader)
+    leader_id = kafka_cluster.partition(topic, 0).leader
+    assert leader_id is not None, f"{topic}-0 has no leader"
+    leader = kafka_cluster.broker(leader_id)
 
     baseline_s, size = timed_fetch(leader.bootstrap, topic, count)
     assert size == count * record_size

@@ -80,7 +80,7 @@ def test_crashed_leader_is_replaced_acks_all_continues_and_it_rejoins(kafka_clus
     with fault:
         (old_leader,) = fault.brokers
         failover_s = wait_for(
-            lambda: kafka_cluster.partition(topic, 0).leader not in (-1, old_leader), 30, "leader election"
+            lambda: kafka_cluster.partition(topic, 0).leader not in (None, old_leader), 30, "leader election"
         )
         state = kafka_cluster.partition(topic, 0)
         print(

@@ -43,7 +43,7 @@ def test_sigkill_mid_run_keeps_a_readable_history(kafka_cluster: KafkaCluster, r
         [
             sys.executable,
             "-m",
-            "chaos.workload.runner",
+            "chaos.history.record_workload",
             str(history_dir),
             run_id,
             kafka_cluster.bootstrap_servers,

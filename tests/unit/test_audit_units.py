@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, LogRecord, Totals
 from chaos.audit.reference import log_from_drain, reference_audit
 from chaos.audit.source import history_table, log_table, parse_value
-from chaos.gate.policy import FATAL, GUARANTEES, UnknownGuarantee, judge
+from chaos.gate.policy import FATAL, UnknownGuarantee, judge
 from chaos.history.events import (
     Delivery,
     DrainEnd,
@@ -23,6 +23,7 @@ from chaos.history.events import (
     SendOutcome,
     value_id_for,
 )
+from chaos.run.terms import GUARANTEES
 
 T0 = 1_700_000_000.0
 

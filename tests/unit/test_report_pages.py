@@ -1,5 +1,6 @@
-"""Report pages rendered from synthetic run directories (a recorded history, scenario.json, audit.json and
-broker logs; no Kafka): the banner, the tables, symptom matching, hostile strings escaped, crashed runs."""
+"""Report pages rendered from synthetic run directories (a recorded history, scenario.json, audit.json,
+evidence.json and broker logs; no Kafka): the banner, the tables, symptom matching and the run's checks,
+hostile strings escaped, crashed runs, inconclusive runs."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from chaos.report import find_runs, render_index, render_run, render_tree
-from chaos.report.render import build_page, plotly_js
-from tests.report_sample import HOSTILE, write_sample_run
+from chaos.report.render import build_page, load_summary, plotly_js, run_verdict
+from chaos.run.evidence import Check, Evidence
+from tests.report_sample import HOSTILE, sample_evidence, write_sample_run
 
 SECONDS, RATE = 40, 10
 
@@ -39,6 +41,14 @@ class _Scripts(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._current is not None:
             self.data[self._current] += data
+
+
+def _section(html: str, start: str, end: str) -> str:
+    return html[html.index(start) : html.index(end)]
+
+
+def _banner(html: str) -> str:
+    return _section(html, 'id="verdict"', "</section>")
 
 
 def _text(html: str) -> str:
@@ -261,3 +271,134 @@ def test_render_tree_on_one_run_writes_only_its_page(runs: Path) -> None:
     summary = json.loads((runs / "plain" / "report.json").read_text())
     assert summary["verdict"] == "fail"
     assert summary["scenario_id"] == "pb1_cut_one_broker_then_start_client"
+
+
+# ---- evidence: symptoms and preconditions ---------------------------------------------------------------
+
+
+def test_a_run_without_evidence_says_so_and_keeps_the_audits_verdict(plain_html: str) -> None:
+    evidence = _text(_section(plain_html, 'id="evidence"', 'id="symptoms"'))
+    assert "No evidence recorded (no evidence.json" in evidence
+    assert "Inconclusive" not in _banner(plain_html)
+    assert "Evidence:" not in _banner(plain_html)
+    symptoms = _section(plain_html, 'id="symptoms"', 'id="remediation"')
+    assert "<th>run's check</th>" in symptoms
+    assert symptoms.count('<span class="muted">report only</span>') == 2  # the two broker_log symptoms
+
+
+def test_a_precondition_that_did_not_hold_makes_a_passing_run_unknown(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    run = write_sample_run(
+        root / "missed",
+        seconds=SECONDS,
+        rate=RATE,
+        clean_audit=True,
+        evidence=sample_evidence(cut_landed=False),
+    )
+    rendered = render_run(run)
+    html = rendered.page.read_text(encoding="utf-8")
+    reason = (
+        "precondition not met: the cut isolated broker 2 (its followers left the ISR) (the ISR never shrank)"
+    )
+    assert rendered.summary.verdict == "unknown"
+    assert rendered.summary.reasons == (reason,)
+    assert 'class="banner unknown"' in html
+    assert "UNKNOWN · " in html  # the page title
+    banner = _text(_banner(html))
+    assert "Inconclusive: the run did not show the case, so the audit's verdict (pass) does not stand" in (
+        banner.replace("&#39;", "'")
+    )
+    assert reason in banner
+    assert "The audit found no anomaly that the guarantee forbids" in banner
+    assert "2 of 3 symptom(s) observed · 0 of 1 precondition(s) held · strict symptoms off" in banner
+    checks = _section(html, 'id="evidence"', 'id="symptoms"')
+    row = next(r for r in checks.split("<tr>") if "the cut isolated broker 2" in r)
+    assert "<td>precondition</td>" in row
+    assert '<span class="tag no">did not hold</span>' in row
+    assert "the ISR never shrank" in row
+    # the index and report.json say the same
+    assert json.loads((run / "report.json").read_text())["reasons"] == [reason]
+    assert load_summary(run).verdict == "unknown"
+    index = render_index(root).read_text(encoding="utf-8")
+    assert '<span class="tag unknown">unknown</span>' in index
+    assert '<span class="tag pass">' not in index.split("<table")[1]
+    assert "inconclusive" in index
+    assert "the ISR never shrank" in index
+
+
+def test_the_same_run_passes_when_its_precondition_held(tmp_path: Path) -> None:
+    run = write_sample_run(
+        tmp_path / "held",
+        seconds=SECONDS,
+        rate=RATE,
+        clean_audit=True,
+        evidence=sample_evidence(cut_landed=True),
+    )
+    html, summary = build_page(run)
+    assert (summary.verdict, summary.reasons) == ("pass", ())
+    assert 'class="banner pass"' in html
+    assert "Inconclusive" not in html
+    row = next(r for r in _section(html, 'id="evidence"', 'id="symptoms"').split("<tr>") if "broker 2" in r)
+    assert '<span class="tag yes">held</span>' in row
+
+
+def test_symptom_checks_observed_or_not_render_once_each(tmp_path: Path) -> None:
+    run = write_sample_run(
+        tmp_path / "strict",
+        seconds=SECONDS,
+        rate=RATE,
+        evidence=sample_evidence(cut_landed=True, strict=True),
+    )
+    html, summary = build_page(run)
+    assert summary.verdict == "fail"  # the audit's: every precondition held
+    assert "(the test fails on the symptoms not observed)" in _text(_banner(html))
+    checks = _section(html, 'id="evidence"', 'id="symptoms"')
+    assert "Strict symptoms: <strong>on</strong>" in checks
+    own = next(r for r in checks.split("<tr>") if "the consumer stalled" in r)
+    assert "<td>symptom</td>" in own
+    assert '<span class="tag yes">observed</span>' in own
+    assert "stalled 7.5 s" in own
+    # the runner's checks of declared symptoms sit in those symptoms' rows, not in a row of their own
+    assert "NOT_ENOUGH_REPLICAS" not in checks
+    assert "_MSG_TIMED_OUT" not in checks
+    symptoms = _section(html, 'id="symptoms"', 'id="remediation"')
+    rows = {re.sub(r"<[^>]+>", "", r.split("</td>")[0]).strip(): r for r in symptoms.split("<tr>")[2:]}
+    nerr = next(v for k, v in rows.items() if k.startswith("NOT_ENOUGH_REPLICAS"))
+    assert nerr.count('<span class="tag yes">observed</span>') == 2  # the report's match and the run's check
+    assert "70 events, first from producer-0" in nerr
+    timed_out = next(v for k, v in rows.items() if k.startswith("_MSG_TIMED_OUT"))
+    assert timed_out.count('<span class="tag no">not observed</span>') == 2
+    assert "no such event in the history" in timed_out
+    client = next(v for k, v in rows.items() if k.startswith("Timed out ProduceRequest"))
+    assert client.split("<td>")[-1].startswith("—</td>")  # the run recorded no check of it
+
+
+def test_hostile_checks_render_as_text(tmp_path: Path) -> None:
+    evidence = Evidence(
+        (Check("symptom", f"saw {HOSTILE}", True, HOSTILE), Check("precondition", HOSTILE, False, HOSTILE))
+    )
+    run = write_sample_run(tmp_path / "run", seconds=10, rate=RATE, evidence=evidence)
+    html, summary = build_page(run)
+    assert summary.verdict == "unknown"
+    assert HOSTILE not in html
+    assert _text(html).count("&lt;/script&gt;&lt;script&gt;alert(&#39;xss&#39;)&lt;/script&gt;") >= 5
+
+
+def test_an_unreadable_evidence_file_makes_the_run_unknown_and_is_named(tmp_path: Path) -> None:
+    run = write_sample_run(tmp_path / "run", seconds=10, rate=RATE, clean_audit=True)
+    (run / "evidence.json").write_text('{"format": 1, "checks": [{"kind": "rumour"}]}', encoding="utf-8")
+    html, summary = build_page(run)
+    assert summary.verdict == "unknown"
+    assert summary.reasons == ("evidence.json is unreadable: the case's preconditions cannot be checked",)
+    text = _text(html)
+    assert "This report is incomplete" in text
+    assert "evidence.json is unreadable (Check.kind: expected one of symptom, precondition" in text
+    assert load_summary(run).verdict == "unknown"  # the index's light summary, before any page
+
+
+def test_run_verdict_is_the_audits_unless_the_evidence_says_otherwise() -> None:
+    held = Evidence((Check("precondition", "landed", True), Check("symptom", "seen", False)))
+    unmet = Evidence((Check("precondition", "landed", False, "no"),))
+    assert run_verdict(None, None) == ("unknown", ())
+    assert run_verdict(None, held) == ("unknown", ())
+    assert run_verdict(None, unmet) == ("unknown", ("precondition not met: landed (no)",))

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from chaos.cli import cli
 from chaos.paths import REPO_ROOT
-from chaos.report.inputs import ExpectedSymptom
+from chaos.run.manifest import ExpectedSymptom
 from chaos.scenario import (
     Scenario,
     ScenarioDefinitionError,
@@ -17,7 +17,6 @@ from chaos.scenario import (
     Variant,
     discover,
     find,
-    pytest_args,
 )
 
 
@@ -138,23 +137,6 @@ def test_the_registry_refuses_a_broken_file_and_a_duplicate_id(tmp_path: Path) -
     (tmp_path / "test_b.py").write_text(text)
     with pytest.raises(ScenarioError, match="defined twice"):
         discover(tmp_path)
-
-
-def test_pytest_args_select_the_node_seed_and_profile() -> None:
-    s = find("MPI1")
-    args = pytest_args(s, seed=7, profile="faithful", variant="remediated")
-    assert args[0] == str(REPO_ROOT / "scenarios/test_mpi1_max_poll.py") + "::test_mpi1[remediated]"
-    assert args[1:] == [
-        "-m",
-        "chaos",
-        "--chaos-profile",
-        "faithful",
-        "--chaos-seed",
-        "7",
-        "--rootdir",
-        str(REPO_ROOT),
-    ]
-    assert "--chaos-seed" not in pytest_args(s)
 
 
 def test_chaos_list_shows_case_ids_and_variants() -> None:

@@ -12,7 +12,7 @@ from chaos.cluster.cluster import KafkaCluster
 from chaos.cluster.images.catalog import ImageSet
 from chaos.faults.base import Fault, FaultRecord
 from chaos.history import FaultEvent, read_events
-from chaos.report.inputs import read_scenario
+from chaos.run.manifest import read_scenario
 from chaos.scenario import Scenario, ScenarioError, ScenarioRun, Variant, fault_event, views
 
 SCENARIO = Scenario(
@@ -181,7 +181,7 @@ def test_leader_timeline_and_fault_window_read_the_history() -> None:
 def test_converged_needs_every_broker_to_name_the_same_leaders(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from chaos.cluster.introspect import PartitionState
+    from chaos.run.events import PartitionState
 
     views_by_broker: dict[int, list[PartitionState]] = {}
 
@@ -190,8 +190,8 @@ def test_converged_needs_every_broker_to_name_the_same_leaders(tmp_path: Path) -
             raise OSError(f"broker {via} does not answer")
         return views_by_broker[via]
 
-    def state(leader: int, isr: tuple[int, ...] = (1, 2, 3)) -> list[PartitionState]:
-        return [PartitionState("t", 0, leader, (1, 2, 3), isr)]
+    def state(leader: int | None, isr: tuple[int, ...] = (1, 2, 3)) -> list[PartitionState]:
+        return [PartitionState(topic="t", partition=0, leader=leader, replicas=(1, 2, 3), isr=isr)]
 
     kafka = cluster()
     kafka.brokers = tuple(SimpleNamespace(node_id=n) for n in (1, 2, 3))  # type: ignore[misc]
@@ -206,5 +206,5 @@ def test_converged_needs_every_broker_to_name_the_same_leaders(tmp_path: Path) -
         assert not run.converged(full_isr=True)
         views_by_broker.update({1: state(2), 2: state(2), 3: state(2)})
         assert run.converged(full_isr=True)
-        views_by_broker.update({1: state(-1), 2: state(-1), 3: state(-1)})
+        views_by_broker.update({1: state(None), 2: state(None), 3: state(None)})
         assert not run.converged()  # offline: no leader

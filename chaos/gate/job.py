@@ -1,6 +1,7 @@
-"""Entry point for ``spark-submit`` (or ``python -m chaos.audit.job``): audit one saved run on any master.
+"""Entry point for ``spark-submit`` (or ``python -m chaos.gate.job``): audit one saved run on any master and
+judge it.
 
-python -m chaos.audit.job RUN_DIR --master spark://host:7077 --guarantee at_least_once
+python -m chaos.gate.job RUN_DIR --master spark://host:7077 --guarantee at_least_once
 """
 
 from __future__ import annotations
@@ -8,24 +9,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from chaos.audit.model import AuditOptions
-from chaos.gate.policy import GUARANTEES
+from chaos.audit.model import ISOLATION_LEVELS, AuditOptions
+from chaos.run.terms import GUARANTEES
 
 
 def main(argv: list[str] | None = None) -> int:
     """Audit RUN_DIR with the Spark engine, write audit.json, print the verdict; exit 0 pass, 1 fail,
     2 unknown."""
-    from chaos.audit.run import TopicSource, audit_path, audit_run
+    from chaos.audit.run import TopicSource
+    from chaos.gate.auditfile import audit_path
+    from chaos.gate.run import audit_run
 
-    parser = argparse.ArgumentParser(prog="chaos.audit.job", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="chaos.gate.job", description=main.__doc__)
     parser.add_argument("run_dir")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--guarantee", choices=GUARANTEES, default="at_least_once")
     parser.add_argument("--bootstrap", default=None, help="read the topic through Kafka (else: the drain)")
     parser.add_argument("--topic", action="append", default=[])
-    parser.add_argument(
-        "--group-isolation", choices=["read_committed", "read_uncommitted"], default="read_committed"
-    )
+    parser.add_argument("--group-isolation", choices=ISOLATION_LEVELS, default="read_committed")
     parser.add_argument("--max-examples", type=int, default=10)
     args = parser.parse_args(argv)
     topic = TopicSource(args.bootstrap, tuple(args.topic)) if args.bootstrap else None

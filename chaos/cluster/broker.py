@@ -1,0 +1,62 @@
+"""One broker of a cluster: its node id, container, proxies and ports.
+
+Below both :mod:`chaos.cluster.cluster` (which starts brokers) and :mod:`chaos.cluster.introspect` (which
+asks them questions), so that neither imports the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from chaos.cluster.containers import log_tail
+from chaos.errors import ClusterError
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+    from testcontainers.core.container import DockerContainer
+
+INT_PROXY_BASE = 19000  # int-i listens on INT_PROXY_BASE + i inside the Toxiproxy container
+CTL_PROXY_BASE = 19100
+
+
+@dataclass
+class Broker:
+    """One broker: its node id, container, proxies and ports. Faults act on these handles."""
+
+    node_id: int
+    name: str
+    ext_port: int
+    container: DockerContainer = field(repr=False)
+
+    @property
+    def int_port(self) -> int:
+        return INT_PROXY_BASE + self.node_id
+
+    @property
+    def ctl_port(self) -> int:
+        return CTL_PROXY_BASE + self.node_id
+
+    @property
+    def bootstrap(self) -> str:
+        """This broker's client address: its ``ext`` proxy on the host's loopback."""
+        return f"127.0.0.1:{self.ext_port}"
+
+    def proxy(self, path: str) -> str:
+        """The Toxiproxy proxy name of ``path`` ("ext", "int" or "ctl") for this broker."""
+        if path not in ("ext", "int", "ctl"):
+            raise ClusterError(f"unknown proxy path {path!r}: use 'ext', 'int' or 'ctl'")
+        return f"{path}-{self.node_id}"
+
+    @property
+    def docker(self) -> Container:
+        """The docker-py container (kill/start/pause/unpause keep the container and its data)."""
+        return self.container.get_wrapped_container()
+
+    def status(self) -> str:
+        wrapped = self.docker
+        wrapped.reload()
+        return str(wrapped.status)
+
+    def log_tail(self, lines: int = 60) -> str:
+        return log_tail(self.container, lines)
