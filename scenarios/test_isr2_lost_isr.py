@@ -62,6 +62,7 @@ from chaos.scenario import (
     chaos_scenario,
     views,
 )
+from chaos.scenario.load import steady_load
 
 RATE = 25.0
 
@@ -144,10 +145,7 @@ def _secs(value: float | None) -> str:
 def test_isr2(run: ScenarioRun) -> None:
     variant = run.variant.name
     run.create_topic(partitions=1, replication_factor=2)
-    run.introspect(interval_s=0.5)
-    run.member("consumer-0", batch_size=100)
-    producer = run.producer(rate=RATE, duration_s=150.0, flush_timeout_s=5.0)
-    run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
+    producer = steady_load(run, rate=RATE, duration_s=150.0, flush_timeout_s=5.0)
 
     leader = _isr(run)[0]
     (follower,) = (b for b in run.cluster.partition(run.topic, 0).replicas if b != leader)

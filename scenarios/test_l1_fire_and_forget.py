@@ -57,6 +57,7 @@ import contextlib
 from chaos.faults.network import NetworkCut
 from chaos.history import DrainRead, Event, SendInvoke
 from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
+from chaos.scenario.load import steady_load
 from chaos.workload import FIRE_AND_FORGET, IDEMPOTENT
 
 RATE = 100.0
@@ -116,10 +117,7 @@ def _drained_ids(events: tuple[Event, ...]) -> set[str]:
 def test_l1(run: ScenarioRun) -> None:
     variant = run.variant.name
     run.create_topic(partitions=3, replication_factor=3)
-    run.introspect(interval_s=0.5)
-    run.member("consumer-0", batch_size=200)
-    producer = run.producer(rate=RATE, duration_s=120.0, flush_timeout_s=10.0)
-    run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
+    producer = steady_load(run, rate=RATE, duration_s=120.0, flush_timeout_s=10.0, batch_size=200)
 
     target = run.target_partition()
     broker, partition = target.leader, target.partition

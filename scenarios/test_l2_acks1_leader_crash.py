@@ -62,6 +62,7 @@ from chaos.scenario import (
     chaos_scenario,
     views,
 )
+from chaos.scenario.load import steady_load
 
 RATE = 50.0
 CUT_BEFORE_CRASH_S = 2.5
@@ -119,10 +120,7 @@ def _state(run: ScenarioRun, partition: int) -> tuple[int | None, tuple[int, ...
 def test_l2(run: ScenarioRun) -> None:
     variant = run.variant.name
     run.create_topic(partitions=3, replication_factor=3)
-    run.introspect(interval_s=0.5)
-    run.member("consumer-0", batch_size=100)
-    producer = run.producer(rate=RATE, duration_s=120.0, flush_timeout_s=10.0)
-    run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
+    producer = steady_load(run, rate=RATE, duration_s=120.0, flush_timeout_s=10.0)
 
     target = run.target_partition()
     leader, partition = target.leader, target.partition

@@ -43,11 +43,9 @@ duration, timeout passed); the ``latency`` fault window (in place around every c
 
 from __future__ import annotations
 
-import pytest
-
 from chaos.faults.toxics import Latency
-from chaos.history import ProbeCall
 from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
+from chaos.scenario.restore import given_t, restore_calls, restore_logs, restored_everything, timed_out_at_t
 from chaos.workload import AT_LEAST_ONCE
 
 RECORDS = 60
@@ -99,6 +97,7 @@ def test_md1(run: ScenarioRun) -> None:
     timeout_s = t_vulnerable_s if variant == "vulnerable" else 4 * latency_ms / 1000
     target = run.target_partition()
     broker, led = target.leader, target.partition
+    assert broker is not None, "the target partition has no leader"
     order = [led, *(p for p in range(3) if p != led)]
     fault = run.fault(Latency, broker, latency_ms, paths=("ext",), direction="downstream")
     fault.inject()  # before the restore client exists
@@ -114,20 +113,13 @@ def test_md1(run: ScenarioRun) -> None:
     events = result.events
     injected, healed = views.fault_window(events, "latency")
     offsets = views.probe_calls(events, "list_offsets")
-    by_partition: dict[int, ProbeCall] = {p.partition: p for p in offsets if p.partition is not None}
-    logs = [e for e in views.client_logs(events) if e.process == "restore"]
-    calls = [(p.partition, p.error, round(p.duration_ms)) for p in offsets]
     print(
         f"{variant}: latency {latency_ms} ms on broker {broker} (leader of p{led}); T {timeout_s} s; "
-        f"restore {[(r.partition, r.ok, r.error) for r in restored]}; list_offsets {calls}; restore client "
-        f"logs {[(e.facility, (e.message or '')[-90:]) for e in logs]}"
+        f"restore {[(r.partition, r.ok, r.error) for r in restored]}; "
+        f"restore client logs {restore_logs(events)}"
     )
 
-    asked = result.precondition(
-        "the restore asked the end offsets of each of the 3 partitions once",
-        len(offsets) == 3 and set(by_partition) == set(order),
-        calls,
-    )
+    calls = restore_calls(result, order, led)
     # The fault was in place before the first restore call and lifted after the last one.
     result.precondition(
         "the latency was in place from before the first restore call until after the last one",
@@ -138,22 +130,18 @@ def test_md1(run: ScenarioRun) -> None:
         f"latency {injected:.2f} → {healed}; calls (start, end) "
         f"{[(round(p.mono - p.duration_ms / 1000, 2), round(p.mono, 2)) for p in offsets]}",
     )
-    if not asked:
+    if calls is None:
         return
-    mine = by_partition[led]
-    others = [by_partition[p] for p in order if p != led]
+    mine = calls.mine
     # Only B's partition is affected: the others' leaders answer through healthy paths, faster than L.
     result.symptom(
         f"the partitions led by healthy brokers answered their end offsets within L = {latency_ms} ms",
-        all(p.error is None and p.duration_ms < latency_ms for p in others),
-        [(p.partition, p.error, round(p.duration_ms)) for p in others],
+        all(p.error is None and p.duration_ms < latency_ms for p in calls.others),
+        [(p.partition, p.error, round(p.duration_ms)) for p in calls.others],
     )
-    result.symptom(
-        f"the end-offsets call of p{led} was given T = {timeout_s} s",
-        mine.timeout_ms == pytest.approx(timeout_s * 1000),
-        mine.timeout_ms,
-    )
+    given_t(result, calls, timeout_s)
     # The broker was slow, never silent nor refusing: no connection failure on the restore clients.
+    logs = [e for e in views.client_logs(events) if e.process == "restore"]
     failures = [e for e in logs if e.facility == "FAIL" or "timed out" in (e.message or "")]
     result.symptom(
         "no connection failure on the restore clients (the broker is slow, not silent)",
@@ -161,16 +149,7 @@ def test_md1(run: ScenarioRun) -> None:
         [(e.facility, (e.message or "")[-90:]) for e in failures],
     )
     if variant == "vulnerable":
-        result.symptom(
-            f"the end offsets of broker {broker}'s partition p{led} failed with _TIMED_OUT",
-            mine.error == "_TIMED_OUT",
-            mine,
-        )
-        result.symptom(
-            f"the call failed after ≈ T ({timeout_s} s: ≥ 0.95 T, ≤ T + 1.5 s)",
-            0.95 * timeout_s * 1000 <= mine.duration_ms <= timeout_s * 1000 + 1500,
-            f"{mine.duration_ms:.0f} ms",
-        )
+        timed_out_at_t(result, calls, broker, timeout_s)
         outcomes = [(r.partition, r.ok, r.error) for r in restored]
         result.symptom(f"the restore of p{led} failed", not restored[0].ok, outcomes)
         result.symptom("the other partitions were restored", all(r.ok for r in restored[1:]), outcomes)
@@ -182,18 +161,4 @@ def test_md1(run: ScenarioRun) -> None:
             0.95 * latency_ms <= mine.duration_ms,
             f"{mine.duration_ms:.0f} ms",
         )
-        result.symptom(
-            "every partition was restored",
-            all(r.ok for r in restored),
-            [(r.partition, r.error) for r in restored],
-        )
-        result.symptom(
-            f"the end offsets of broker {broker}'s partition p{led} came without error",
-            mine.error is None,
-            mine,
-        )
-        result.symptom(
-            f"the end offsets of p{led} came within T = {timeout_s} s",
-            mine.duration_ms < timeout_s * 1000,
-            f"{mine.duration_ms:.0f} ms",
-        )
+        restored_everything(result, calls, restored, broker, timeout_s)

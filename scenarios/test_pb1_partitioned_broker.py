@@ -48,12 +48,10 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from chaos.faults.network import NetworkCut
 from chaos.faults.process import Crash
-from chaos.history import ProbeCall
 from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
+from chaos.scenario.restore import given_t, restore_calls, restore_logs, restored_everything, timed_out_at_t
 from chaos.workload import AT_LEAST_ONCE
 
 RECORDS = 60
@@ -166,58 +164,33 @@ def test_pb1(run: ScenarioRun) -> None:
 
     events = result.events
     injected, _ = views.fault_window(events, "crash" if variant == "crash" else "network_cut")
-    offsets = views.probe_calls(events, "list_offsets")
-    by_partition: dict[int, ProbeCall] = {p.partition: p for p in offsets if p.partition is not None}
     spans = views.leader_timeline(events, run.topic, led, process="introspect")
     moved = next((s.first_mono for s in spans if s.leader not in (broker, None)), None)
-    logs = [e for e in views.client_logs(events) if e.process == "restore"]
-    refused = [e for e in logs if "Disconnected" in (e.message or "")]
-    calls = [(p.partition, p.error, round(p.duration_ms)) for p in offsets]
+    refused = [
+        e for e in views.client_logs(events) if e.process == "restore" and "Disconnected" in (e.message or "")
+    ]
     print(
         f"{variant}: fault on broker {broker} (leader of partition {led}); T {timeout_s:.1f} s; "
-        f"restore {[(r.partition, r.ok, r.error) for r in restored]}; list_offsets {calls}; leadership of "
-        f"p{led} moved {'never' if moved is None else f'at +{moved - injected:.1f} s'}; restore client logs "
-        f"{[(e.facility, (e.message or '')[-90:]) for e in logs]}"
+        f"restore {[(r.partition, r.ok, r.error) for r in restored]}; leadership of p{led} moved "
+        f"{'never' if moved is None else f'at +{moved - injected:.1f} s'}; restore client logs "
+        f"{restore_logs(events)}"
     )
 
     # Verdicts: reads only, nothing lost or duplicated in any variant.
     assert result.count("lost_acked") == result.count("duplicate_in_log") == 0
-    if not result.precondition(
-        "the restore asked the end offsets of each of the 3 partitions once",
-        len(offsets) == 3 and set(by_partition) == set(order),
-        calls,
-    ):
+    calls = restore_calls(result, order, led)
+    if calls is None:
         return
-    mine = by_partition[led]
-    others = [by_partition[p] for p in order if p != led]
-    within = f"within T = {timeout_s:.1f} s"
+    mine = calls.mine
     result.symptom(
-        f"the partitions led by healthy brokers answered their end offsets {within}",
-        all(p.error is None and p.duration_ms < 1000 * timeout_s for p in others),
-        [(p.partition, p.error, round(p.duration_ms)) for p in others],
+        f"the partitions led by healthy brokers answered their end offsets within T = {timeout_s:.1f} s",
+        all(p.error is None and p.duration_ms < 1000 * timeout_s for p in calls.others),
+        [(p.partition, p.error, round(p.duration_ms)) for p in calls.others],
     )
     if variant == "remediated":
-        result.symptom(
-            "every partition was restored",
-            all(r.ok for r in restored),
-            [(r.partition, r.error) for r in restored],
-        )
-        result.symptom(
-            f"the end offsets of broker {broker}'s partition p{led} came without error",
-            mine.error is None,
-            mine,
-        )
-        result.symptom(
-            f"the end offsets of broker {broker}'s partition p{led} came {within}",
-            mine.duration_ms < 1000 * timeout_s,
-            mine,
-        )
+        restored_everything(result, calls, restored, broker, timeout_s)
         return
-    result.symptom(
-        f"the end-offsets call of p{led} was given T = {timeout_s:.1f} s",
-        mine.timeout_ms == pytest.approx(timeout_s * 1000),
-        mine.timeout_ms,
-    )
+    given_t(result, calls, timeout_s)
     if variant == "long_timeout":
         # The controller moved the leadership while the call was still waiting, yet the call did not
         # follow it: librdkafka keeps the request on the leader it looked up first. It fails at its own
@@ -246,16 +219,7 @@ def test_pb1(run: ScenarioRun) -> None:
         return
     # Inside the failover window the faulted broker still led the partition when the restore asked for its
     # end offsets: the call waited for its whole timeout, then failed with _TIMED_OUT.
-    result.symptom(
-        f"the end offsets of broker {broker}'s partition p{led} failed with _TIMED_OUT",
-        mine.error == "_TIMED_OUT",
-        mine,
-    )
-    result.symptom(
-        f"the call failed after ≈ T ({timeout_s:.1f} s: ≥ 0.95 T, ≤ T + 1.5 s)",
-        0.95 * timeout_s * 1000 <= mine.duration_ms <= timeout_s * 1000 + 1500,
-        f"{mine.duration_ms:.0f} ms",
-    )
+    timed_out_at_t(result, calls, broker, timeout_s)
     if variant == "vulnerable":
         detail = [(e.facility, (e.message or "")[-90:]) for e in refused]
         result.symptom("no connection was refused (a cut broker is silent)", refused == [], detail)
