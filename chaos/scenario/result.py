@@ -116,5 +116,6 @@ class ScenarioResult:
 def _shows(event: Event, symptom: ExpectedSymptom) -> bool:
     """Whether a history event shows an ``error_code`` or ``client_log`` symptom."""
     if symptom.kind == "error_code":
-        return getattr(event, "error", None) == symptom.pattern
+        error = getattr(event, "error", None)
+        return isinstance(error, str) and symptom.matches(error)
     return isinstance(event, ClientLog) and symptom.matches(event.message or "")

@@ -100,3 +100,29 @@ def test_an_unmet_precondition_is_inconclusive_never_a_pass(tmp_path: Path) -> N
     assert "inconclusive: precondition not met: the leader was cut" in run.summary()
     with pytest.raises(AssertionError, match="verdict unknown, expected pass — precondition not met"):
         run.judge()
+
+
+def test_declared_symptoms_are_checked_against_the_history(tmp_path: Path) -> None:
+    from chaos.run.events import ClientLog, ProbeCall
+    from chaos.run.manifest import ExpectedSymptom
+
+    events = (
+        ProbeCall(
+            run_id="r", process="restore", operation="list_offsets", duration_ms=6.0, error="_DESTROY_BROKER"
+        ),
+        ClientLog(run_id="r", process="p", level="warning", message="Timed out ProduceRequest in flight"),
+    )
+    run = ScenarioResult(tmp_path, "r", "t", audit(), events, (), "pass")  # type: ignore[arg-type]
+    run.check_declared(
+        (
+            ExpectedSymptom("error_code", "_TIMED_OUT|_DESTROY_BROKER", regex=True),
+            ExpectedSymptom("error_code", "_TIMED_OUT"),
+            ExpectedSymptom("client_log", "Timed out ProduceRequest"),
+            ExpectedSymptom("broker_log", "Shrinking ISR"),  # the report's to match, in the broker logs
+        )
+    )
+    assert [(c.description, c.observed) for c in run.evidence.checks] == [
+        ("error_code '_TIMED_OUT|_DESTROY_BROKER'", True),
+        ("error_code '_TIMED_OUT'", False),
+        ("client_log 'Timed out ProduceRequest'", True),
+    ]
