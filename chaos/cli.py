@@ -239,6 +239,111 @@ def scenario_run(scenario_id: str, seed: int | None, profile: str, variant: str 
     sys.exit(int(pytest.main(args)))
 
 
+def _say(text: str, style: str | None = None) -> None:
+    """Print plain text (gate output holds ``[producer.settings]``, which is not rich markup)."""
+    console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+
+
+@cli.command("gate")
+@click.argument("gate_file", type=click.Path(dir_okay=False))
+@click.option(
+    "--check-only",
+    is_flag=True,
+    help="Only lint the configuration, before any container starts: exit 0 the claim is kept, 1 it is not, "
+    "2 bad input.",
+)
+@click.option(
+    "--out", type=click.Path(file_okay=False), default=None, help="Output directory (full run only)."
+)
+@click.option(
+    "--junit", type=click.Path(dir_okay=False), default=None, help="JUnit XML path (full run only)."
+)
+def gate_command(gate_file: str, check_only: bool, out: str | None, junit: str | None) -> None:
+    """Judge your own client and broker configuration (GATE_FILE, TOML: docs/gate.md) against the
+    guarantee it claims. Exit 0 kept, 1 not kept, 2 bad input; writes nothing with --check-only."""
+    if not check_only:
+        _say(
+            "error: the full gate run (the catalog's cases on a real cluster) is not available yet; nothing "
+            "was run and this is not a pass. Lint the configuration with: "
+            f"chaos gate {gate_file} --check-only",
+            "red",
+        )
+        sys.exit(2)
+    try:
+        exit_code = _gate_check(gate_file, out, junit)
+    except ChaosError as exc:
+        _say(f"error: {gate_file}: the gate file cannot be used (exit 2):", "red")
+        for line in str(exc).splitlines():
+            _say(f"  {line}")
+        sys.exit(2)
+    except Exception as exc:  # a bug must still exit 2 ("bad input/harness error"), never look like a verdict
+        _say(f"error: the gate's lint failed unexpectedly ({type(exc).__name__}: {exc}); exit 2", "red")
+        sys.exit(2)
+    sys.exit(exit_code)
+
+
+def _gate_check(gate_file: str, out: str | None, junit: str | None) -> int:
+    """``chaos gate --check-only``: load, lint, print; the exit code."""
+    from chaos.gate.gatefile import NOT_SET_SOURCE, load_gate, resolve_cases
+    from chaos.gate.lint import Finding, lint_gate
+    from chaos.scenario import discover
+
+    started = time.monotonic()
+    gate = load_gate(gate_file)
+    cases = resolve_cases(gate, [s.case_id for s in discover()])
+    check, result = lint_gate(gate)
+    _say(f"gate {gate_file}: claims {gate.guarantee} (lint only: no container started)", "bold")
+    counts = f"the producer's {len(gate.producer.settings)}"
+    if gate.consumer:
+        counts += f" and the consumer's {len(gate.consumer.settings.settings)}"
+    _say(f"librdkafka {check.librdkafka} accepted {counts} settings ({check.seconds:.2f} s)")
+    for note in check.notes:
+        _say(f"  note: {note}", "dim")
+
+    def show(finding: Finding, mark: str) -> None:
+        rule = finding.rule
+        breaks = ", ".join(rule.breaks) or "no guarantee"
+        _say(f"  {mark} {rule.id}: {rule.title} ({rule.effect}; breaks {breaks})")
+        for setting in finding.settings:
+            where = (
+                "not set"
+                if setting.origin.source == NOT_SET_SOURCE
+                else f"{setting.shown}  ({setting.origin})"
+            )
+            _say(f"      {setting.key}: {where}" if where == "not set" else f"      {where}")
+        _say(f"      why: {rule.why}")
+        _say(f"      shown by: {', '.join(rule.cases)}")
+        _say(f"      fix: {rule.fix}")
+
+    strongest = result.strongest or "none"
+    if result.kept:
+        _say(f"KEPT: {gate.guarantee}. The strongest guarantee these settings keep: {strongest}", "green")
+    else:
+        _say(f"NOT KEPT: {gate.guarantee}. The strongest guarantee these settings keep: {strongest}", "red")
+        for finding in result.violations:
+            show(finding, "x")
+    if result.others:
+        _say(f"Also found (does not break {gate.guarantee}):")
+        for finding in result.others:
+            show(finding, "!")
+    chosen = "from the gate file" if gate.cases else "every case that applies"
+    _say(f"Cases the full gate would run ({chosen}; time profile {gate.time_profile}): {', '.join(cases)}")
+    if out or junit:
+        _say("note: --out and --junit are used by the full gate run only; --check-only wrote nothing", "dim")
+    _say(f"lint took {time.monotonic() - started:.2f} s", "dim")
+    if result.kept:
+        return 0
+    keys = sorted({s.key for f in result.violations for s in f.settings if s.origin.source != NOT_SET_SOURCE})
+    shown = sorted({c for f in result.violations for c in f.rule.cases})
+    instead = f", or claim {result.strongest}" if result.strongest else " (no guarantee is kept)"
+    _say(
+        f"exit 1: {gate.guarantee} is not kept (keys: {', '.join(keys)}; cases: {', '.join(shown)}); change "
+        f"those settings{instead}",
+        "red",
+    )
+    return 1
+
+
 def main() -> None:
     """Entry point: harness errors print their fix and exit 2 instead of a traceback."""
     try:

@@ -83,7 +83,9 @@ SCENARIO = Scenario(
     },
     topic_config={"min.insync.replicas": 2},
     expected_symptoms=(
-        ExpectedSymptom("client_log", "Timed out ProduceRequest", "librdkafka REQTMOUT: the ack did not arrive"),
+        ExpectedSymptom(
+            "client_log", "Timed out ProduceRequest", "librdkafka REQTMOUT: the ack did not arrive"
+        ),
     ),
     variants=(
         Variant(

@@ -116,7 +116,7 @@ def test_d3(run: ScenarioRun) -> None:
     assert stats.ok == RECORDS[variant], stats
     processing = Processing(per_record_s=PER_RECORD[variant])
     spec = run.member_spec(NAME, processing=processing, batch_size=BATCH[variant])
-    member = ProcessMember(spec, run.record).start()
+    member = ProcessMember(run.context, spec).start()
     run.on_close(lambda: member.stop())
     run.wait_for("a processed, uncommitted record", _uncommitted, 60, interval_s=0.02)
     member.crash()

@@ -134,6 +134,7 @@ def test_l6(run: ScenarioRun) -> None:
     run.on_close(probe.close)
 
     a = ProcessMember(
+        run.context,
         run.member_spec(
             "consumer-a",
             processing=Processing(per_record_s=PER_RECORD_S),
@@ -141,7 +142,6 @@ def test_l6(run: ScenarioRun) -> None:
             strategy=strategy,
             record_delivery="processed",
         ),
-        run.record,
     )
     a.start()
     run.on_close(lambda: a.stop() if a.running else None)

@@ -125,9 +125,7 @@ def test_md2(run: ScenarioRun) -> None:
     for fault in faults:
         fault.inject()  # before the probing client exists
     run.note(f"latency {latency_ms} ms on brokers {slow}; list_topics with T = {timeout_s} s")
-    ok = startup_probe(
-        run.bootstrap, run.topic, run.record, run.run_id, timeout_s=timeout_s, time_profile=run.time
-    )
+    ok = startup_probe(run.context, timeout_s=timeout_s)
     for fault in faults:
         fault.heal()
     result = run.finish()

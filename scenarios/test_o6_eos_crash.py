@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import signal
 from collections import Counter
+from dataclasses import replace
 
 from chaos.history import Commit, Delivery, TxnMarker
 from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
@@ -98,21 +99,18 @@ SCENARIO = Scenario(
 )
 
 
-def _spec(run: ScenarioRun, variant: str, source: str, crash: int | None) -> TxnWorkerSpec:
+def _worker(run: ScenarioRun, variant: str, source: str, crash: int | None) -> TransactionalWorker:
     transactional = variant == "remediated"
-    return TxnWorkerSpec.build(
+    spec = TxnWorkerSpec(
         NAME,
-        run.run_id,
-        run.bootstrap,
-        run.group,
-        source,
-        run.topic,
-        client=TRANSACTIONAL if transactional else IDEMPOTENT,
-        time_profile=run.time,
-        consumer_overrides=GROUP,
+        input_topic=source,
+        consumer_overrides=tuple(GROUP.items()),
         batch_size=BATCH,
         crash_in_txn=crash,
         transactional=transactional,
+    )
+    return TransactionalWorker(
+        replace(run.context, client=TRANSACTIONAL if transactional else IDEMPOTENT), spec
     )
 
 
@@ -124,25 +122,21 @@ def test_o6(run: ScenarioRun) -> None:
     run.cluster.create_topic(source, PARTITIONS, 3, {"min.insync.replicas": "2"})
     stats = (
         ProducerWorker(
+            run.context,
             ProducerSpec(name="producer-0", topic=source, rate=None, count=INPUTS, duration_s=30.0),
-            run.bootstrap,
-            run.client,
-            run.record,
-            run.run_id,
-            time_profile=run.time,
         )
         .start()
         .join()
     )
     assert stats.ok == INPUTS, stats
-    first = TransactionalWorker(_spec(run, variant, source, CRASH_IN), run.record).start()
+    first = _worker(run, variant, source, CRASH_IN).start()
     code = first.wait(60.0)
     if code is None:
         first.crash()
     crashed = code == -signal.SIGKILL
     exit_detail = f"exit code {code}" + ("" if crashed else f"; stderr {first.stderr_tail()}")
     run.note(f"{NAME} SIGKILLed in batch {CRASH_IN}, before its commit")
-    second = TransactionalWorker(_spec(run, variant, source, None), run.record).start()
+    second = _worker(run, variant, source, None).start()
     run.on_close(lambda: second.stop())
     run.wait_for("every input processed", lambda ev: views.acked_ids(ev) <= views.delivered_ids(ev), 60)
     run.wait_quiet("the transformer idle", lambda e: isinstance(e, Delivery | TxnMarker | Commit), 2.0, 60)

@@ -2,20 +2,11 @@
 
 Profiles
 --------
-``faithful`` keeps Kafka's own defaults, so detection takes as long as in production.
-
-``ci`` shortens only the *detection* timeouts a fault test waits on, and keeps their ordering
-(heartbeat < session, fetch wait < lag time):
-
-* ``replica.lag.time.max.ms`` 30000 → 6000: how long a follower may fall behind (or be cut off)
-  before its leader drops it from the ISR. Tests of ISR shrink wait about this long.
-* ``broker.session.timeout.ms`` 9000 → 6000 and ``broker.heartbeat.interval.ms`` 2000 → 1000: how long
-  the active controller waits for a silent broker before fencing it and moving its leaderships.
-  A crashed leader is replaced after about this long. Not lower: on a 2-core machine a GC pause or
-  a busy JVM must not fence a healthy broker.
-* ``group.initial.rebalance.delay.ms`` 3000 → 0: the first consumer-group join is not held back.
-* ``offsets.topic.num.partitions`` 50 → 6: the consumer-offsets topic is created on the first group
-  operation; 50 partitions × RF 3 take seconds on a small machine and make every health check slower.
+The profile is a time profile of :mod:`chaos.run.profiles` — the one registry the clients read too.
+``faithful`` keeps Kafka's own defaults, so detection takes as long as in production; ``ci`` shortens only
+the *detection* timeouts a fault test waits on (``replica.lag.time.max.ms``, ``broker.session.timeout.ms``,
+``broker.heartbeat.interval.ms``, ``group.initial.rebalance.delay.ms``, ``offsets.topic.num.partitions``:
+:data:`chaos.run.profiles.CI_BROKER_CONFIG`, with the reasons in that module's docstring).
 
 Both profiles make the internal topics as durable as the cluster allows (RF = min(3, brokers),
 min.insync.replicas = RF - 1).
@@ -27,27 +18,24 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
 
 from chaos import versions
 from chaos.errors import ConfigError
+from chaos.run.profiles import (
+    CI_BROKER_CONFIG,
+    TIME_PROFILE_NAMES,
+    TimeProfile,
+    TimeProfileName,
+    time_profile,
+)
 
-Profile = Literal["ci", "faithful"]
-PROFILES: tuple[Profile, ...] = ("ci", "faithful")
+__all__ = ["CI_BROKER_CONFIG", "PROFILES", "ClusterConfig", "Profile", "env_name"]
+
+Profile = TimeProfileName
+PROFILES: tuple[Profile, ...] = TIME_PROFILE_NAMES
 
 MIN_BROKERS = 3
 MAX_BROKERS = 5
-
-CI_BROKER_CONFIG: Mapping[str, str] = MappingProxyType(
-    {
-        "replica.lag.time.max.ms": "6000",
-        "broker.session.timeout.ms": "6000",
-        "broker.heartbeat.interval.ms": "1000",
-        "group.initial.rebalance.delay.ms": "0",
-        "offsets.topic.num.partitions": "6",
-    }
-)
-"""Broker settings the ``ci`` profile changes from Kafka's defaults (see the module docstring)."""
 
 _PROPERTY = re.compile(r"^[a-z][a-z0-9]*([._-][a-z0-9]+)*$")
 # Set by the cluster itself from its topology; an override would break the proxies.
@@ -149,14 +137,24 @@ class ClusterConfig:
             "default.replication.factor": str(rf),
             "min.insync.replicas": "1",
         }
-        if self.profile == "ci":
-            merged.update(CI_BROKER_CONFIG)
+        merged.update(self.time_profile.broker_config)
         merged.update(self.broker_overrides)
         return _frozen(merged)
 
-    def detection_timeout_s(self, key: str, default_ms: int) -> float:
-        """A broker timeout in seconds as configured (``default_ms`` when Kafka's default applies)."""
-        return int(self.broker_config().get(key, str(default_ms))) / 1000.0
+    @property
+    def time_profile(self) -> TimeProfile:
+        """The profile's entry in the one registry (:mod:`chaos.run.profiles`)."""
+        return time_profile(self.profile)
+
+    def detection_timeout_s(self, key: str, default_ms: int | None = None) -> float:
+        """A broker timeout in seconds as configured: an override, else the profile's value, else
+        ``default_ms`` or Kafka's default (:data:`chaos.run.profiles.KAFKA_BROKER_DEFAULTS`)."""
+        value = self.broker_config().get(key)
+        if value is not None:
+            return int(value) / 1000.0
+        if default_ms is not None:
+            return default_ms / 1000.0
+        return self.time_profile.broker_ms(key) / 1000.0
 
 
 def env_name(prop: str) -> str:

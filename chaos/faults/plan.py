@@ -95,18 +95,23 @@ class FaultStep:
 
 @dataclass(frozen=True)
 class Plan:
+    """What a nemesis does: ``steps`` one after another on a cluster of ``brokers``, drawn from ``seed``."""
+
     seed: int
     brokers: int
     steps: tuple[FaultStep, ...] = field(default=())
 
-    def to_json(self) -> str:
-        data = {
+    def to_data(self) -> dict[str, Any]:
+        """The plan as JSON-able data (what :meth:`to_json` writes; ``scenario.json``'s ``plan``)."""
+        return {
             "format": PLAN_FORMAT,
             "seed": self.seed,
             "brokers": self.brokers,
             "steps": [s.to_data() for s in self.steps],
         }
-        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True) + "\n"
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_data(), sort_keys=True, separators=(",", ":"), ensure_ascii=True) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> Plan:

@@ -1,11 +1,12 @@
-"""``python -m chaos.history.record_workload RUN_DIR RUN_ID BOOTSTRAP``: run a composed workload
-(:func:`chaos.workload.runner.run_workload`, its :class:`~chaos.workload.runner.WorkloadPlan` as one JSON
-line on stdin) in this process, recording its history with a :class:`~chaos.history.Recorder`.
+"""``python -m chaos.history.record_workload``: run a composed workload
+(:func:`chaos.workload.runner.run_workload`) in this process, recording its history with a
+:class:`~chaos.history.Recorder` in the context's ``run_dir``.
 
-It prints ``progress <wall ts> <events recorded> <events written>`` every 0.25 s while it runs and ``done
-<result JSON>`` at the end, so a test can SIGKILL it mid-run and know what the history must hold. It lives
-with the history (which may import the workload), not with the workload (which must not import the
-history).
+Stdin holds one :func:`~chaos.workload.common.child_payload` line: the run's context (``run_dir`` set) and
+the :class:`~chaos.workload.runner.WorkloadPlan`. It prints ``progress <wall ts> <events recorded> <events
+written>`` every 0.25 s while it runs and ``done <result JSON>`` at the end, so a test can SIGKILL it
+mid-run and know what the history must hold. It lives with the history (which may import the workload),
+not with the workload (which must not import the history).
 """
 
 from __future__ import annotations
@@ -14,18 +15,22 @@ import json
 import sys
 import threading
 import time
-from dataclasses import asdict
-from pathlib import Path
+from dataclasses import asdict, replace
 
+from chaos.errors import ConfigError
 from chaos.history.recorder import Recorder
+from chaos.workload.common import read_child_payload
 from chaos.workload.runner import WorkloadPlan, run_workload
 
 
-def main(argv: list[str]) -> int:
-    """Run the plan read from stdin against ``BOOTSTRAP``, recording into ``RUN_DIR`` as ``RUN_ID``."""
-    run_dir, run_id, bootstrap = argv
-    plan = WorkloadPlan.from_json(sys.stdin.readline())
-    with Recorder(Path(run_dir), run_id) as history:
+def main() -> int:
+    """Run the plan read from stdin in its context, recording into the context's run directory."""
+    pending, data = read_child_payload(sys.stdin.readline(), lambda event: None)
+    if pending.run_dir is None:
+        raise ConfigError("record_workload: the context needs a run_dir to record the history into")
+    plan = WorkloadPlan.from_data(data)
+    with Recorder(pending.run_dir, pending.run_id) as history:
+        context = replace(pending, sink=history.record)
         stop = threading.Event()
 
         def report() -> None:
@@ -36,7 +41,7 @@ def main(argv: list[str]) -> int:
         reporter = threading.Thread(target=report, daemon=True)
         reporter.start()
         try:
-            result = run_workload(bootstrap, history.record, run_id, plan)
+            result = run_workload(context, plan)
         finally:
             stop.set()
             reporter.join(2.0)
@@ -45,4 +50,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -7,8 +7,10 @@ history) for the test's assertions. Everything the run produced sits in one dire
 (``<test run_dir>/<run id>/``): ``scenario.json``, ``history/``, ``audit.json``, ``logs/`` — what the
 report hook renders into ``report.html`` after the test.
 
-Faults are built through :meth:`ScenarioRun.fault`, on the run's own :class:`~chaos.faults.base.FaultLog`,
-whose records the run bridges into the history as :class:`~chaos.history.FaultEvent`s (inject and heal).
+Workers get the run's :attr:`~ScenarioRun.context` (run id, bootstrap, topic, group, profiles, the run's
+sink). Faults are built through :meth:`ScenarioRun.fault`, or run from a seeded plan by
+:meth:`ScenarioRun.nemesis`, on the run's own :class:`~chaos.faults.base.FaultLog`, whose records the run
+bridges into the history as :class:`~chaos.history.FaultEvent`s (inject and heal).
 """
 
 from __future__ import annotations
@@ -20,43 +22,27 @@ import traceback
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from chaos.cluster import questions
 from chaos.faults.base import Fault, FaultLog, FaultRecord
-from chaos.history import (
-    ClientLog,
-    Event,
-    Recorder,
-    read_events,
-)
+from chaos.faults.nemesis import Nemesis
+from chaos.faults.plan import Plan, generate_plan
+from chaos.history import ClientLog, Event, Recorder
 from chaos.run.events import Isolation
-from chaos.run.evidence import EvidenceLog, write_evidence
 from chaos.run.manifest import ScenarioInfo, TopicInfo, write_scenario
+from chaos.scenario import waits
 from chaos.scenario.bridge import fault_event
+from chaos.scenario.conclude import conclude
+from chaos.scenario.describe import describe_run, scenario_id, variant_client
 from chaos.scenario.model import Scenario, ScenarioError, Variant
 from chaos.scenario.result import ScenarioResult
 from chaos.scenario.views import acked_ids, delivered_ids
-from chaos.workload import (
-    ClientProfile,
-    ClusterSampler,
-    CommitStrategy,
-    DeliveryPoint,
-    MemberSpec,
-    Processing,
-    ProducerSpec,
-    ProducerWorker,
-    RestoreReader,
-    ThreadMember,
-    TimeProfile,
-    consumer_config,
-    custom_profile,
-    drain,
-    producer_config,
-    time_profile,
-)
+from chaos.scenario.workers import RunWorkers
+from chaos.workload import RunContext, drain, time_profile
 
 if TYPE_CHECKING:
     from chaos.audit.run import Engine
@@ -64,14 +50,14 @@ if TYPE_CHECKING:
     from chaos.run.events import PartitionState as LiveState
 
 F = TypeVar("F", bound=Fault)
-Scalar = str | int | float | bool | None
 
-INTROSPECT_PROCESS: Final = "introspect"
-MAX_WAIT_S: Final = 300.0
+MAX_WAIT_S: Final = waits.MAX_WAIT_S
 
 
-class ScenarioRun:
-    """One variant of one scenario on a running cluster; a context manager.
+class ScenarioRun(RunWorkers):
+    """One variant of one scenario on a running cluster; a context manager. Its workload helpers
+    (:meth:`producer`, :meth:`member`, :meth:`sampler`…) come from
+    :class:`~chaos.scenario.workers.RunWorkers`.
 
     ``__enter__`` writes ``scenario.json`` and opens the history; :meth:`finish` ends the run;
     ``__exit__`` (on an exception, or without :meth:`finish`) heals, captures logs, closes the history and
@@ -92,13 +78,14 @@ class ScenarioRun:
         spark_master: str = "local[2]",
         strict_symptoms: bool | None = None,
     ) -> None:
+        super().__init__()
         self.scenario = scenario
         self.variant = scenario.variant(variant) if isinstance(variant, str) else variant
         if self.variant not in scenario.variants:
             raise ScenarioError(f"variant {self.variant.name!r} is not one of {scenario.scenario_id}'s")
         self.cluster = cluster
         self.seed = seed
-        self.time: TimeProfile = time_profile(profile)
+        self.time = time_profile(profile)
         self.strict_symptoms = profile == "faithful" if strict_symptoms is None else strict_symptoms
         self.nodeid = nodeid
         self.engine: Engine = engine
@@ -111,48 +98,39 @@ class ScenarioRun:
         self.group = f"g-{self.run_id}"
         self.faults = FaultLog()
         self.faults.subscribe(self._on_fault)
-        self.client: ClientProfile = custom_profile(
-            self.variant.client_profile or "custom",
-            self.variant.client_guarantee or self.variant.guarantee,  # type: ignore[arg-type]  # validated
-            producer=dict(self.variant.producer_config or {}),
-            consumer=dict(self.variant.consumer_config or {}),
-            description=self.variant.description,
-        )
-        self._info = ScenarioInfo(scenario_id=f"{scenario.scenario_id}[{self.variant.name}]")
+        self.client = variant_client(self.variant)
+        self._info = ScenarioInfo(scenario_id=scenario_id(scenario, self.variant))
         self._history: Recorder | None = None
         self._events: list[Event] = []
         self._lock = threading.Lock()
-        self._sampler: ClusterSampler | None = None
-        self._introspector: ClusterSampler | None = None
-        self._closers: list[Callable[[], None]] = []
+        self._nemesis: Nemesis | None = None
         self._finished = False
         self.result: ScenarioResult | None = None
         self.started = 0.0
+
+    @cached_property
+    def context(self) -> RunContext:
+        """What every worker of this run is handed: run id, dir, bootstrap, topic, group, the client and
+        time profiles, the seed and :meth:`record` as the sink (built on first use: the cluster is up)."""
+        return RunContext(
+            run_id=self.run_id,
+            bootstrap_servers=self.bootstrap,
+            topic=self.topic,
+            group=self.group,
+            client=self.client,
+            sink=self.record,
+            time=self.time,
+            run_dir=self.dir,
+            seed=self.seed,
+        )
 
     # ---- lifecycle ---------------------------------------------------------------------------------
 
     def __enter__(self) -> ScenarioRun:
         self.dir.mkdir(parents=True, exist_ok=False)
-        self._info = ScenarioInfo(
-            scenario_id=f"{self.scenario.scenario_id}[{self.variant.name}]",
-            title=f"{self.scenario.title} — {self.variant.name}",
-            case_id=self.scenario.case_id,
-            source=self.scenario.source,
-            symptom=self.scenario.symptom,
-            guarantee=self.variant.guarantee,
-            client_profile=self.variant.client_profile,
-            producer_config=dict(self.variant.producer_config or {}),
-            consumer_config=dict(self.variant.consumer_config or {}),
-            broker_config=dict(self.cluster.config.broker_config()),
-            time_profile=self.time.name,
-            brokers=len(self.cluster.brokers) or None,
-            seed=self.seed,
-            expected_symptoms=self.scenario.symptoms(self.variant),
-            remediation=self.scenario.remediation,
-            nodeid=self.nodeid or self.scenario.nodeid(self.variant.name),
-            started_ts=time.time(),
+        self._update(
+            describe_run(self.scenario, self.variant, self.cluster, self.time, self.seed, self.nodeid)
         )
-        write_scenario(self.dir, self._info)
         self._history = Recorder(self.dir, self.run_id)
         self.started = time.monotonic()
         return self
@@ -162,12 +140,82 @@ class ScenarioRun:
     ) -> None:
         if self._finished:
             return
-        error = None
-        if exc is not None:
-            error = "".join(traceback.format_exception_only(exc)).strip()[-2000:]
         self._teardown()
         self._close_history()
-        self._write_end("error" if exc is not None else None, error)
+        error = "".join(traceback.format_exception_only(exc)).strip()[-2000:] if exc is not None else None
+        self._update(ended_ts=time.time(), outcome="error" if exc is not None else None, error=error)
+
+    def finish(
+        self,
+        *,
+        drain_timeout_s: float = 60.0,
+        isolations: Sequence[Isolation] = ("read_uncommitted", "read_committed"),
+        engine: Engine | None = None,
+    ) -> ScenarioResult:
+        """Heal, drain the topic, capture broker logs, close the history, audit; ``audit.json`` written.
+
+        ``isolations``: the drain's isolation levels, i.e. what the audit takes as the topic's contents
+        (``("read_committed",)`` for a transactional output, whose aborted copies are not its contents).
+        ``engine``: the audit engine for this run (default: the run's).
+        """
+        if self._history is None or self._finished:
+            raise ScenarioError("finish() needs an open run and may be called once")
+        self._teardown()
+        if self._info.topic is not None:
+            self.wait_converged()
+        drained = drain(self.context, timeout_s=drain_timeout_s, isolations=isolations)
+        self._close_history()
+        self.engine = engine or self.engine
+        symptoms = self.scenario.symptoms(self.variant)
+        result = conclude(
+            self.context,
+            self.variant,
+            symptoms,
+            drained,
+            engine=self.engine,
+            spark_master=self.spark_master,
+            strict_symptoms=self.strict_symptoms,
+        )
+        self._finished = True
+        self._update(ended_ts=time.time(), outcome=None, error=None)
+        print(f"\n{self.variant.name}: {result.summary()}")
+        self.result = result
+        return result
+
+    def _teardown(self) -> None:
+        """Stop the nemesis (it heals the cluster), the workers and samplers; heal the run's faults."""
+        errors: list[str] = []
+        if self._nemesis is not None:
+            nemesis, self._nemesis = self._nemesis, None
+            try:
+                nemesis.stop()
+            except Exception as exc:
+                errors.append(f"nemesis heal: {exc!r}")
+            errors += nemesis.errors
+        errors += self.stop_workers()
+        for fault in self.faults.active():
+            try:
+                fault.heal()
+            except Exception as exc:
+                errors.append(repr(exc))
+        if errors:
+            with contextlib.suppress(Exception):
+                self.note("teardown errors: " + "; ".join(errors)[:1000])
+
+    def _close_history(self) -> None:
+        if self._history is not None:
+            history, self._history = self._history, None
+            with contextlib.suppress(Exception):
+                self.cluster.capture_logs(self.dir / self._info.log_dir)
+            history.close()
+
+    def _update(self, info: ScenarioInfo | None = None, **changes: Any) -> None:
+        self._info = replace(info or self._info, **changes)
+        write_scenario(self.dir, self._info)
+
+    def _on_fault(self, action: str, record: FaultRecord) -> None:
+        if self._history is not None:
+            self.record(fault_event(self.run_id, action, record))
 
     # ---- the run's sink and waits -----------------------------------------------------------------
 
@@ -191,252 +239,83 @@ class ScenarioRun:
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def wait_for(
-        self, what: str, condition: Callable[[list[Event]], bool], timeout_s: float, interval_s: float = 0.1
-    ) -> float:
-        """Poll ``condition(events)`` until true; returns the seconds it took (AssertionError on timeout)."""
-        if not 0 < timeout_s <= MAX_WAIT_S:
-            raise ScenarioError(f"wait_for({what!r}): timeout_s must be in (0, {MAX_WAIT_S}]")
-        started = time.monotonic()
-        while True:
-            if condition(self.events()):
-                return time.monotonic() - started
-            if time.monotonic() - started > timeout_s:
-                raise AssertionError(f"{what}: not within {timeout_s:.0f} s")
-            time.sleep(interval_s)
-
-    def wait_quiet(
-        self, what: str, select: Callable[[Event], bool], quiet_s: float, timeout_s: float
-    ) -> float:
-        """Wait until no event matching ``select`` was recorded for ``quiet_s`` (e.g. a group that has
-        caught up); returns the seconds it took. AssertionError if it never quiets within ``timeout_s``."""
-        now = time.monotonic
-        return self.wait_for(
-            what,
-            lambda ev: now() - max((e.mono for e in ev if select(e)), default=self.started) >= quiet_s,
-            timeout_s,
-        )
-
-    def wait_until(self, what: str, condition: Callable[[], bool], timeout_s: float) -> float:
-        """Poll a cluster-side ``condition()`` (introspection) until true; errors count as false."""
-        if not 0 < timeout_s <= MAX_WAIT_S:
-            raise ScenarioError(f"wait_until({what!r}): timeout_s must be in (0, {MAX_WAIT_S}]")
-        started = time.monotonic()
-        last = ""
-        while time.monotonic() - started <= timeout_s:
-            try:
-                if condition():
-                    return time.monotonic() - started
-            except Exception as exc:  # a broker that does not answer yet: keep polling
-                last = f" (last error: {exc})"
-            time.sleep(0.2)
-        raise AssertionError(f"{what}: not within {timeout_s:.0f} s{last}")
-
-    # ---- composition helpers -----------------------------------------------------------------------
-
-    def create_topic(self, partitions: int = 3, replication_factor: int = 3) -> str:
-        """Create the run's topic with the variant's topic config; recorded in ``scenario.json``."""
-        config = self.variant.topic_settings()
-        self.cluster.create_topic(self.topic, partitions, replication_factor, config)
-        self._info = replace(
-            self._info,
-            topic=TopicInfo(
-                self.topic, partitions, replication_factor, dict(self.variant.topic_config or {})
-            ),
-        )
-        write_scenario(self.dir, self._info)
-        return self.topic
-
-    def fault(self, kind: Callable[..., F], *args: Any, **kwargs: Any) -> F:
-        """Build a fault on this cluster that records into the run's history (not yet injected)."""
-        return kind(self.cluster, *args, log=self.faults, **kwargs)
-
-    def sampler(self, interval_s: float = 0.5, group: bool = False) -> ClusterSampler:
-        """Start the cluster-state sampler on the run's topic (and group); stopped by :meth:`finish`."""
-        if self._sampler is not None:
-            raise ScenarioError("the run's sampler is already running")
-        self._sampler = ClusterSampler(
-            self.bootstrap,
-            self.record,
-            self.run_id,
-            topics=[self.topic],
-            group=self.group if group else None,
-            interval_s=interval_s,
-        ).start()
-        return self._sampler
-
-    def end_offsets(self, timeout_s: float = 10.0) -> dict[int, int]:
-        """The topic's end offsets (high watermarks) per partition, read now (for waits, not assertions)."""
-        return questions.end_offsets(self.cluster, self.topic, timeout_s)
-
-    def wait_caught_up(self, timeout_s: float = 30.0) -> float:
-        """Wait until the group has delivered, in every partition, the record before the end offset."""
-        from chaos.history import Delivery
-
-        ends = {p: end for p, end in self.end_offsets().items() if end > 0}
-
-        def caught_up(events: list[Event]) -> bool:
-            last: dict[int, int] = {}
-            for e in events:
-                if isinstance(e, Delivery) and e.topic == self.topic:
-                    last[e.partition] = max(last.get(e.partition, -1), e.offset)
-            return all(last.get(p, -1) >= end - 1 for p, end in ends.items())
-
-        return self.wait_for(f"the group reached the end offsets {ends}", caught_up, timeout_s)
-
-    def introspect(self, interval_s: float = 0.5) -> None:
-        """Record the topic's leaders and ISR every ``interval_s``: ``cluster_state`` events of process
-        ``introspect`` from a :class:`~chaos.workload.ClusterSampler` that sends one raw Metadata request
-        to one broker at a time (2 s timeout, the next broker on error), so it keeps answering while a
-        broker is crashed or cut. Lighter than :meth:`sampler` (no controller, no group). Stopped by
-        :meth:`finish`."""
-        if self._introspector is not None:
-            raise ScenarioError("the run's introspection is already running")
-        if not 0.1 <= interval_s <= 5:
-            raise ScenarioError(f"introspect(interval_s={interval_s}): expected 0.1..5 s")
-        self._introspector = ClusterSampler(
-            self.bootstrap,
-            self.record,
-            self.run_id,
-            topics=[self.topic],
-            interval_s=interval_s,
-            process=INTROSPECT_PROCESS,
-            controller=False,
-        ).start()
-
-    def producer_settings(self, name: str) -> dict[str, Any]:
-        """The effective producer configuration of the variant (for the record)."""
-        return producer_config(self.client, self.bootstrap, name, self.time)
-
-    def producer(
-        self,
-        name: str = "producer-0",
-        *,
-        count: int | None = None,
-        rate: float | None = 100.0,
-        duration_s: float | None = None,
-        overrides: Sequence[tuple[str, Any]] = (),
-        flush_timeout_s: float = 30.0,
-    ) -> ProducerWorker:
-        """Start a producer with the variant's client configuration; joined (or stopped) by the caller."""
-        worker = ProducerWorker(
-            ProducerSpec(
-                name=name,
-                topic=self.topic,
-                rate=rate,
-                count=count,
-                duration_s=duration_s,
-                flush_timeout_s=flush_timeout_s,
-                overrides=tuple(overrides),
-            ),
-            self.bootstrap,
-            self.client,
-            self.record,
-            self.run_id,
-            time_profile=self.time,
-        )
-        self._closers.append(lambda: _quiet(worker.stop))
-        return worker.start()
-
-    def member_spec(
-        self,
-        name: str,
-        *,
-        processing: Processing | None = None,
-        batch_size: int = 100,
-        overrides: dict[str, Any] | None = None,
-        duration_s: float = 120.0,
-        topic: str | None = None,
-        strategy: CommitStrategy = "commit_after",
-        record_delivery: DeliveryPoint = "consume",
-    ) -> MemberSpec:
-        """A group member of the run's group (default: commits after processing) with the variant's consumer
-        configuration, not started (for process members, or a member started later)."""
-        return MemberSpec(
-            name=name,
-            run_id=self.run_id,
-            group=self.group,
-            topic=topic or self.topic,
-            config=consumer_config(self.client, self.bootstrap, name, self.group, self.time, overrides),
-            strategy=strategy,
-            processing=processing or Processing(),
-            batch_size=batch_size,
-            duration_s=duration_s,
-            record_delivery=record_delivery,
-        )
-
-    def member(
-        self,
-        name: str,
-        *,
-        processing: Processing | None = None,
-        batch_size: int = 100,
-        overrides: dict[str, Any] | None = None,
-        duration_s: float = 120.0,
-        topic: str | None = None,
-        strategy: CommitStrategy = "commit_after",
-        record_delivery: DeliveryPoint = "consume",
-    ) -> ThreadMember:
-        """Start a group member (:meth:`member_spec`) in a thread; the run stops it when it ends."""
-        member = ThreadMember(
-            self.member_spec(
-                name,
-                processing=processing,
-                batch_size=batch_size,
-                overrides=overrides,
-                duration_s=duration_s,
-                topic=topic,
-                strategy=strategy,
-                record_delivery=record_delivery,
-            ),
-            self.record,
-        )
-        self.on_close(lambda: member.stop())
-        return member.start()
-
-    def prefill(self, records: int, *, member: str = "consumer-0", timeout_s: float = 30.0) -> None:
-        """Produce ``records`` values (as fast as acks come) and wait until a one-member group (commit after
-        processing) delivered every acknowledged one; the member is stopped after."""
-        worker = self.member(member, batch_size=100)
-        stats = self.producer(count=records, rate=None, duration_s=timeout_s).join()
-        if stats.ok != records:
-            raise ScenarioError(f"prefill: {stats.ok} of {records} values acknowledged ({stats})")
-        self.wait_for(
-            "the group delivered every prefilled record",
-            lambda ev: acked_ids(ev) <= delivered_ids(ev),
-            timeout_s,
-        )
-        worker.stop()
-
-    def target_partition(self, *, avoid_coordinator: bool = False) -> LiveState:
-        """The partition to aim a fault at: see :func:`chaos.cluster.questions.target_partition`."""
-        return questions.target_partition(
-            self.cluster, self.topic, self.group, avoid_coordinator=avoid_coordinator
-        )
-
-    def restore_reader(self, *, call_timeout_s: float, poll_timeout_s: float, k: int = 2) -> RestoreReader:
-        """The seed's restore reader (end offsets → assign → seek(end − k) → poll) on the run's topic."""
-        return RestoreReader(
-            self.bootstrap,
-            self.topic,
-            self.record,
-            self.run_id,
-            k=k,
-            poll_timeout_s=poll_timeout_s,
-            call_timeout_s=call_timeout_s,
-            time_profile=self.time,
-        )
-
-    def on_close(self, closer: Callable[[], None]) -> None:
-        """Run ``closer`` when the run ends (before healing), e.g. to stop a group member."""
-        self._closers.append(closer)
-
     def note(self, text: str) -> None:
         """A timeline marker in the history (``client_log`` facility ``SCENARIO`` from ``scenario``)."""
         self.record(
             ClientLog(
                 run_id=self.run_id, process="scenario", level="notice", message=text, facility="SCENARIO"
             )
+        )
+
+    def wait_for(
+        self, what: str, condition: Callable[[list[Event]], bool], timeout_s: float, interval_s: float = 0.1
+    ) -> float:
+        """Poll ``condition(events)`` until true; returns the seconds it took (AssertionError on timeout)."""
+        return waits.wait_for_events(what, self.events, condition, timeout_s, interval_s)
+
+    def wait_quiet(
+        self, what: str, select: Callable[[Event], bool], quiet_s: float, timeout_s: float
+    ) -> float:
+        """Wait until no event matching ``select`` was recorded for ``quiet_s`` (e.g. a group that has
+        caught up); returns the seconds it took. AssertionError if it never quiets within ``timeout_s``."""
+        return self.wait_for(what, waits.quiet_for(select, quiet_s, self.started), timeout_s)
+
+    def wait_until(self, what: str, condition: Callable[[], bool], timeout_s: float) -> float:
+        """Poll a cluster-side ``condition()`` (introspection) until true; errors count as false."""
+        return waits.wait_until(what, condition, timeout_s)
+
+    def wait_caught_up(self, timeout_s: float = 30.0) -> float:
+        """Wait until the group has delivered, in every partition, the record before the end offset."""
+        ends = {p: end for p, end in self.end_offsets().items() if end > 0}
+        return self.wait_for(
+            f"the group reached the end offsets {ends}", waits.reached(self.topic, ends), timeout_s
+        )
+
+    # ---- the cluster: topic, faults, questions ------------------------------------------------------
+
+    def create_topic(self, partitions: int = 3, replication_factor: int = 3) -> str:
+        """Create the run's topic with the variant's topic config; recorded in ``scenario.json``."""
+        self.cluster.create_topic(self.topic, partitions, replication_factor, self.variant.topic_settings())
+        config = dict(self.variant.topic_config or {})
+        self._update(topic=TopicInfo(self.topic, partitions, replication_factor, config))
+        return self.topic
+
+    def fault(self, kind: Callable[..., F], *args: Any, **kwargs: Any) -> F:
+        """Build a fault on this cluster that records into the run's history (not yet injected)."""
+        return kind(self.cluster, *args, log=self.faults, **kwargs)
+
+    def plan(self, **options: Any) -> Plan:
+        """A fault plan drawn from the run's seed for its cluster and topic
+        (:func:`chaos.faults.plan.generate_plan`'s ``duration_s``, ``kinds``… as ``options``)."""
+        if self.seed is None:
+            raise ScenarioError("plan(): the run has no seed; open it with seed= (the plugin's --chaos-seed)")
+        options.setdefault("brokers", len(self.cluster.brokers) or self.cluster.config.brokers)
+        options.setdefault("topic", self.topic)
+        return generate_plan(self.seed, **options)
+
+    def nemesis(self, plan: Plan) -> Nemesis:
+        """Run ``plan`` from now on the run's cluster, its faults in the run's history like :meth:`fault`'s;
+        the plan is saved in ``scenario.json``. The run stops the nemesis and heals when it ends."""
+        if self._nemesis is not None:
+            raise ScenarioError("the run's nemesis is already running a plan; one plan per run")
+        if self.cluster.brokers and plan.brokers > len(self.cluster.brokers):
+            raise ScenarioError(
+                f"the plan is for {plan.brokers} brokers, the cluster has {len(self.cluster.brokers)}: "
+                "generate it with run.plan() or brokers=len(run.cluster.brokers)"
+            )
+        self._update(plan=plan.to_data())
+        self.note(f"nemesis: plan of seed {plan.seed}, {len(plan.steps)} faults over {plan.duration_s:.0f} s")
+        self._nemesis = Nemesis(self.cluster, self.faults).start(plan)
+        return self._nemesis
+
+    def end_offsets(self, timeout_s: float = 10.0) -> dict[int, int]:
+        """The topic's end offsets (high watermarks) per partition, read now (for waits, not assertions)."""
+        return questions.end_offsets(self.cluster, self.topic, timeout_s)
+
+    def target_partition(self, *, avoid_coordinator: bool = False) -> LiveState:
+        """The partition to aim a fault at: see :func:`chaos.cluster.questions.target_partition`."""
+        return questions.target_partition(
+            self.cluster, self.topic, self.group, avoid_coordinator=avoid_coordinator
         )
 
     def converged(self, full_isr: bool = False) -> bool:
@@ -453,110 +332,16 @@ class ScenarioRun:
             time.sleep(0.5)
         return True
 
-    # ---- end ---------------------------------------------------------------------------------------
-
-    def finish(
-        self,
-        *,
-        drain_timeout_s: float = 60.0,
-        isolations: Sequence[Isolation] = ("read_uncommitted", "read_committed"),
-        engine: Engine | None = None,
-    ) -> ScenarioResult:
-        """Heal, drain the topic, capture broker logs, close the history, audit; ``audit.json`` written.
-
-        ``isolations``: the drain's isolation levels, i.e. what the audit takes as the topic's contents
-        (``("read_committed",)`` for a transactional output, whose aborted copies are not its contents).
-        ``engine``: the audit engine for this run (default: the run's).
-        """
-        if self._history is None or self._finished:
-            raise ScenarioError("finish() needs an open run and may be called once")
-        from chaos.audit.run import TopicSource
-        from chaos.gate.run import audit_run
-
-        self._teardown()
-        if self._info.topic is not None:
-            self.wait_converged()
-        drained = tuple(
-            drain(
-                self.bootstrap,
-                self.topic,
-                self.record,
-                self.run_id,
-                timeout_s=drain_timeout_s,
-                time_profile=self.time,
-                isolations=isolations,
-            )
+    def prefill(self, records: int, *, member: str = "consumer-0", timeout_s: float = 30.0) -> None:
+        """Produce ``records`` values (as fast as acks come) and wait until a one-member group (commit after
+        processing) delivered every acknowledged one; the member is stopped after."""
+        worker = self.member(member, batch_size=100)
+        stats = self.producer(count=records, rate=None, duration_s=timeout_s).join()
+        if stats.ok != records:
+            raise ScenarioError(f"prefill: {stats.ok} of {records} values acknowledged ({stats})")
+        self.wait_for(
+            "the group delivered every prefilled record",
+            lambda ev: acked_ids(ev) <= delivered_ids(ev),
+            timeout_s,
         )
-        self._close_history()
-        if engine is not None:
-            self.engine = engine
-        topic = TopicSource(self.bootstrap, (self.topic,)) if self.engine == "spark" else None
-        audit = audit_run(
-            self.dir,
-            guarantee=str(self.variant.guarantee),
-            engine=self.engine,
-            master=self.spark_master,
-            topic=topic,
-        )
-        self._finished = True
-        self._write_end(None, None)
-        result = ScenarioResult(
-            run_dir=self.dir,
-            run_id=self.run_id,
-            topic=self.topic,
-            audit=audit,
-            events=tuple(read_events(self.dir)),
-            drained=drained,
-            expected_verdict=self.variant.expected_verdict,
-            checks=EvidenceLog(self.strict_symptoms),
-        )
-        result.check_declared(self.scenario.symptoms(self.variant))
-        write_evidence(self.dir, result.evidence)
-        print(f"\n{self.variant.name}: {result.summary()}")
-        self.result = result
-        return result
-
-    def _teardown(self) -> None:
-        errors: list[str] = []
-        for closer in reversed(self._closers):
-            try:
-                closer()
-            except Exception as exc:
-                errors.append(repr(exc))
-        self._closers.clear()
-        for sampler in (self._introspector, self._sampler):
-            if sampler is not None:
-                with contextlib.suppress(Exception):
-                    sampler.stop()
-        self._introspector = self._sampler = None
-        for fault in self.faults.active():
-            try:
-                fault.heal()
-            except Exception as exc:
-                errors.append(repr(exc))
-        if errors:
-            with contextlib.suppress(Exception):
-                self.note("teardown errors: " + "; ".join(errors)[:1000])
-
-    def _capture_logs(self) -> None:
-        with contextlib.suppress(Exception):
-            self.cluster.capture_logs(self.dir / self._info.log_dir)
-
-    def _close_history(self) -> None:
-        if self._history is not None:
-            history, self._history = self._history, None
-            self._capture_logs()
-            history.close()
-
-    def _write_end(self, outcome: str | None, error: str | None) -> None:
-        self._info = replace(self._info, ended_ts=time.time(), outcome=outcome, error=error)
-        write_scenario(self.dir, self._info)
-
-    def _on_fault(self, action: str, record: FaultRecord) -> None:
-        if self._history is not None:
-            self.record(fault_event(self.run_id, action, record))
-
-
-def _quiet(stop: Callable[[], object]) -> None:
-    with contextlib.suppress(Exception):
-        stop()
+        worker.stop()

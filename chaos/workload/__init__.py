@@ -1,9 +1,12 @@
 """The workload: producers, consumer-group members, restore readers, the final drain and probes.
 
-Everything records into the run's history through a *sink* (``Recorder.record``); nothing here interprets
-results. docs/workload.md describes the profiles, the outcome classification and each worker.
+Every worker takes the run's :class:`~chaos.run.context.RunContext` (run id, bootstrap servers, topic,
+group, client and time profiles, and the *sink* its events go to, normally ``Recorder.record``) and only
+its own options; nothing here interprets results. docs/workload.md describes the profiles, the outcome
+classification and each worker.
 """
 
+from chaos.run.context import RunContext
 from chaos.workload.common import ClientLogBridge, Sink, generation_of, member_id_of
 from chaos.workload.consumer import (
     COMMIT_STRATEGIES,
@@ -79,6 +82,7 @@ __all__ = [
     "ProducerWorker",
     "RestoreReader",
     "RestoreResult",
+    "RunContext",
     "Sink",
     "ThreadMember",
     "TimeProfile",

@@ -1,19 +1,21 @@
-"""Shared pieces of the workload: the event sink, client error/log callbacks, group metadata parsing."""
+"""Shared pieces of the workload: the event sink, client error/log callbacks, group metadata parsing, the
+payload a child-process worker reads."""
 
 from __future__ import annotations
 
+import json
 import logging
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException
 
-from chaos.run.events import ClientLog, Event, parse_value_id, syslog_level
-
-Sink = Callable[[Event], None]
-"""Where workload events go: ``Recorder.record`` in-process, a pipe writer in a member subprocess."""
+from chaos.errors import WorkloadError
+from chaos.run.context import RunContext
+from chaos.run.context import Sink as Sink  # re-exported: where workload events go
+from chaos.run.events import ClientLog, parse_value_id, syslog_level
 
 _CGMD_MAGIC: Final = b"CGMDv2:"
 _SYSLOG_FROM_PY: Final = {
@@ -146,3 +148,17 @@ def member_fields(run_id: str, process: str, group: str, consumer: Any) -> dict[
         "member": member_id_of(consumer),
         "generation": generation_of(consumer),
     }
+
+
+def child_payload(context: RunContext, spec: Mapping[str, Any]) -> str:
+    """The one JSON line a child-process worker reads on stdin: the run's context and its own spec."""
+    return json.dumps({"context": context.to_data(), "spec": dict(spec)}, separators=(",", ":"))
+
+
+def read_child_payload(line: str, sink: Sink) -> tuple[RunContext, dict[str, Any]]:
+    """The context (with ``sink``, the child's pipe) and the spec data of a :func:`child_payload` line."""
+    try:
+        data = json.loads(line)
+        return RunContext.from_data(data["context"], sink), dict(data["spec"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise WorkloadError(f"child payload: expected child_payload() JSON on stdin ({exc})") from None

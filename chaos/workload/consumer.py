@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,7 +35,9 @@ from typing import Any, Final, Literal, Self, get_args
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from chaos.errors import ConfigError, WorkloadError
+from chaos.run.context import RunContext
 from chaos.run.events import (
+    NAME_PATTERN,
     ClientLog,
     Commit,
     Delivery,
@@ -47,11 +50,13 @@ from chaos.run.events import (
 from chaos.workload.common import (
     ClientLogBridge,
     Sink,
+    child_payload,
     error_name,
     error_text,
     member_fields,
     payload_value_id,
 )
+from chaos.workload.profiles import ConfigItems, config_items, consumer_config
 
 CommitStrategy = Literal["auto", "commit_after", "commit_before", "store_after"]
 COMMIT_STRATEGIES: Final[tuple[str, ...]] = get_args(CommitStrategy)
@@ -82,17 +87,14 @@ class Processing:
 
 @dataclass(frozen=True)
 class MemberSpec:
-    """One group member: its actor name, the group and topic, how it commits and processes.
+    """One group member of the run's group: its actor name, how it commits and processes.
 
-    ``config`` is the full Consumer configuration without callbacks (see
-    :func:`chaos.workload.profiles.consumer_config`); the strategy's own settings are applied on top.
+    The consumer configuration is the run's (:func:`chaos.workload.profiles.consumer_config` of the
+    context's client and time profiles), then ``overrides`` (librdkafka settings, a mapping is accepted),
+    then the strategy's own settings. ``topic`` ``None`` is the run's topic.
     """
 
     name: str
-    run_id: str
-    group: str
-    topic: str
-    config: dict[str, Any]
     strategy: CommitStrategy = "commit_after"
     processing: Processing = field(default_factory=Processing)
     batch_size: int = 100
@@ -102,8 +104,12 @@ class MemberSpec:
     """When a :class:`Delivery` is recorded: ``consume`` — as soon as ``consume()`` returns the record;
     ``processed`` — after the record's processing (its delay and hook), i.e. the processing sink's view:
     a member killed mid-batch leaves the rest of the batch undelivered (L6)."""
+    topic: str | None = None
+    overrides: ConfigItems = ()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or re.fullmatch(NAME_PATTERN, self.name) is None:
+            raise ConfigError(f"MemberSpec.name: expected [A-Za-z0-9_.-]{{1,128}}; got {self.name!r}")
         if self.record_delivery not in DELIVERY_POINTS:
             raise ConfigError(
                 f"MemberSpec.record_delivery: expected one of {', '.join(DELIVERY_POINTS)}; "
@@ -119,14 +125,20 @@ class MemberSpec:
             raise ConfigError(f"MemberSpec.poll_timeout_s: expected (0, 10]; got {self.poll_timeout_s!r}")
         if not self.duration_s > 0:
             raise ConfigError(f"MemberSpec.duration_s: expected > 0; got {self.duration_s!r}")
-        bad = {"on_commit", "error_cb", "logger"} & set(self.config)
-        if bad:
-            raise ConfigError(f"MemberSpec.config: remove {sorted(bad)}; the member sets its own callbacks")
+        if self.topic is not None and not self.topic:
+            raise ConfigError("MemberSpec.topic: expected a topic name, or None for the run's topic")
+        object.__setattr__(self, "overrides", config_items("MemberSpec", "overrides", self.overrides))
 
-    def consumer_settings(self) -> dict[str, Any]:
-        """``config`` plus the settings the commit strategy needs."""
-        settings = dict(self.config)
-        settings["group.id"] = self.group
+    def consumer_settings(self, context: RunContext) -> dict[str, Any]:
+        """The member's Consumer configuration in ``context``: the run's, ``overrides``, the strategy's."""
+        settings: dict[str, Any] = consumer_config(
+            context.client,
+            context.bootstrap_servers,
+            self.name,
+            context.group,
+            context.time,
+            dict(self.overrides),
+        )
         if self.strategy == "auto":
             settings.update({"enable.auto.commit": True, "enable.auto.offset.store": True})
         elif self.strategy == "store_after":
@@ -135,14 +147,14 @@ class MemberSpec:
             settings.update({"enable.auto.commit": False, "enable.auto.offset.store": False})
         return settings
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
+    def to_data(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["overrides"] = [list(p) for p in self.overrides]
+        return data
 
     @classmethod
-    def from_json(cls, text: str) -> MemberSpec:
-        data = json.loads(text)
-        data["processing"] = Processing(**data["processing"])
-        return cls(**data)
+    def from_data(cls, data: dict[str, Any]) -> MemberSpec:
+        return cls(**{**data, "processing": Processing(**data["processing"])})
 
 
 def partition_offsets(parts: Sequence[TopicPartition] | None) -> tuple[PartitionOffset, ...]:
@@ -224,14 +236,18 @@ def rebalance_callbacks(
     return {"on_assign": recorder("assign"), "on_revoke": recorder("revoke"), "on_lost": recorder("lost")}
 
 
-def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: RecordHook | None = None) -> None:
+def run_member(
+    context: RunContext, spec: MemberSpec, stop: threading.Event, hook: RecordHook | None = None
+) -> None:
     """Run one member until ``stop`` is set or ``duration_s`` passes, then close it gracefully."""
-    logs = ClientLogBridge(sink, spec.run_id, spec.name)
+    sink, run_id = context.sink, context.run_id
+    topic = spec.topic or context.topic
+    logs = ClientLogBridge(sink, run_id, spec.name)
     consumer: Consumer | None = None
 
     def common() -> dict[str, Any]:
         assert consumer is not None
-        return member_fields(spec.run_id, spec.name, spec.group, consumer)
+        return member_fields(run_id, spec.name, context.group, consumer)
 
     def slow_assign() -> None:
         if spec.processing.on_assign_s:
@@ -246,7 +262,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
         elif err.code() != KafkaError._NO_OFFSET:  # nothing stored yet: no commit was sent
             sink(Commit(outcome="fail", offsets=offsets, error=err.name(), message=err.str(), **common()))
 
-    settings = spec.consumer_settings()
+    settings = spec.consumer_settings(context)
     settings.update(logs.callbacks())
     if spec.strategy in ("auto", "store_after"):
         settings["on_commit"] = on_commit
@@ -259,10 +275,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
         commit_sync(consumer, offsets, sink, common)
 
     try:
-        consumer.subscribe(
-            [spec.topic],
-            **rebalance_callbacks(sink, common, after_assign=slow_assign),
-        )
+        consumer.subscribe([topic], **rebalance_callbacks(sink, common, after_assign=slow_assign))
         deadline = time.monotonic() + spec.duration_s
         while not stop.is_set() and time.monotonic() < deadline:
             messages = consumer.consume(num_messages=spec.batch_size, timeout=spec.poll_timeout_s)
@@ -274,7 +287,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
                 if err is not None:
                     sink(
                         ClientLog(
-                            run_id=spec.run_id,
+                            run_id=run_id,
                             process=spec.name,
                             level="error",
                             message=err.str(),
@@ -288,7 +301,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
                 records.append(msg)
                 raw_key = msg.key()
                 delivery = Delivery(
-                    topic=msg.topic() or spec.topic,
+                    topic=msg.topic() or topic,
                     partition=msg.partition() or 0,
                     offset=msg.offset() or 0,
                     value_id=payload_value_id(msg.value()),
@@ -320,7 +333,7 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
                 except KafkaException as exc:  # e.g. _STATE: the partition was revoked meanwhile
                     sink(
                         ClientLog(
-                            run_id=spec.run_id,
+                            run_id=run_id,
                             process=spec.name,
                             level="warning",
                             message=f"store_offsets: {error_text(exc)}",
@@ -339,9 +352,9 @@ def run_member(spec: MemberSpec, sink: Sink, stop: threading.Event, hook: Record
 class ThreadMember:
     """A member on a thread of this process. Supports graceful stop and restart, not crash."""
 
-    def __init__(self, spec: MemberSpec, sink: Sink, hook: RecordHook | None = None) -> None:
+    def __init__(self, context: RunContext, spec: MemberSpec, hook: RecordHook | None = None) -> None:
         self.spec = spec
-        self._sink = sink
+        self.context = context
         self._hook = hook
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -360,7 +373,7 @@ class ThreadMember:
 
         def body() -> None:
             try:
-                run_member(self.spec, self._sink, stop, self._hook)
+                run_member(self.context, self.spec, stop, self._hook)
             except BaseException as exc:
                 self.error = exc
 
@@ -521,40 +534,40 @@ class ChildProcess:
 
 
 class ProcessMember(ChildProcess):
-    """A group member in a child process (``python -m chaos.workload.member_child``); see
+    """A group member in a child process (``python -m chaos.workload.member_child``, which reads the
+    context and the spec as one :func:`~chaos.workload.common.child_payload` line); see
     :class:`ChildProcess`. ``stop()`` closes the consumer gracefully, ``crash()`` is SIGKILL."""
 
     module = "chaos.workload.member_child"
 
-    def __init__(self, spec: MemberSpec, sink: Sink) -> None:
-        super().__init__(spec.name, spec.to_json(), sink)
+    def __init__(self, context: RunContext, spec: MemberSpec) -> None:
+        super().__init__(spec.name, child_payload(context, spec.to_data()), context.sink)
         self.spec = spec
+        self.context = context
 
 
 Member = ThreadMember | ProcessMember
 
 
 class ConsumerGroup:
-    """N members of one group, each with its own Consumer (threads or child processes)."""
+    """N members of the run's group, each with its own Consumer (threads or child processes)."""
 
     def __init__(
         self,
+        context: RunContext,
         specs: Sequence[MemberSpec],
-        sink: Sink,
         *,
         mode: Literal["thread", "process"] = "thread",
         hook: RecordHook | None = None,
     ) -> None:
         if not specs:
             raise ConfigError("ConsumerGroup: expected at least one MemberSpec")
-        if len({s.group for s in specs}) != 1:
-            raise ConfigError("ConsumerGroup: every member must use the same group id")
         if len({s.name for s in specs}) != len(specs):
             raise ConfigError("ConsumerGroup: member names must be unique")
         if mode == "process" and hook is not None:
             raise ConfigError("ConsumerGroup: a Python hook cannot run in a child process; use Processing")
         self.members: list[Member] = [
-            ThreadMember(s, sink, hook) if mode == "thread" else ProcessMember(s, sink) for s in specs
+            ThreadMember(context, s, hook) if mode == "thread" else ProcessMember(context, s) for s in specs
         ]
 
     def start(self) -> ConsumerGroup:

@@ -1,8 +1,8 @@
 """Entry point of a :class:`~chaos.workload.consumer.ProcessMember` child process.
 
-Reads one :class:`MemberSpec` JSON line from stdin, runs the member, and writes every event as one JSON line
-to stdout (written and flushed per event, so a SIGKILL keeps everything written before it). SIGTERM closes
-the consumer gracefully.
+Reads one :func:`~chaos.workload.common.child_payload` line from stdin (the run's context and the
+:class:`MemberSpec`), runs the member, and writes every event as one JSON line to stdout (written and
+flushed per event, so a SIGKILL keeps everything written before it). SIGTERM closes the consumer gracefully.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import threading
 from types import FrameType
 
 from chaos.run.events import Event
-from chaos.workload.common import Sink
+from chaos.workload.common import Sink, read_child_payload
 from chaos.workload.consumer import MemberSpec, run_member
 
 
@@ -44,9 +44,9 @@ def pipe_sink() -> Sink:
 
 
 def main() -> int:
-    spec = MemberSpec.from_json(sys.stdin.readline())
+    context, spec = read_child_payload(sys.stdin.readline(), pipe_sink())
     stop = stop_on_sigterm()
-    run_member(spec, pipe_sink(), stop)
+    run_member(context, MemberSpec.from_data(spec), stop)
     return 0
 
 

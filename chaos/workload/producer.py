@@ -16,10 +16,11 @@ from typing import Any, Final
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from chaos.errors import ConfigError, WorkloadError
+from chaos.run.context import RunContext
 from chaos.run.events import NAME_PATTERN, SendInvoke, SendOutcome, value_id_for
-from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text
+from chaos.workload.common import ClientLogBridge, error_name, error_text
 from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
-from chaos.workload.profiles import CI, ClientProfile, ConfigValue, TimeProfile, producer_config
+from chaos.workload.profiles import ConfigValue, producer_config
 
 ENQUEUE_GIVE_UP_S: Final = 5.0  # BufferError for this long (queue never drains) -> fail _QUEUE_FULL
 
@@ -27,10 +28,11 @@ ENQUEUE_GIVE_UP_S: Final = 5.0  # BufferError for this long (queue never drains)
 @dataclass(frozen=True)
 class ProducerSpec:
     """What one producer sends: ``rate`` messages/s (``None`` = as fast as possible) until ``count``
-    messages or ``duration_s`` seconds, whichever comes first (at least one must be set)."""
+    messages or ``duration_s`` seconds, whichever comes first (at least one must be set), to ``topic``
+    (``None``: the run's)."""
 
     name: str
-    topic: str
+    topic: str | None = None
     rate: float | None = 1000.0
     count: int | None = None
     duration_s: float | None = 10.0
@@ -43,6 +45,8 @@ class ProducerSpec:
 
         if not re.fullmatch(NAME_PATTERN, self.name):
             raise ConfigError(f"ProducerSpec.name: expected [A-Za-z0-9_.-]{{1,128}}; got {self.name!r}")
+        if self.topic is not None and not self.topic:
+            raise ConfigError("ProducerSpec.topic: expected a topic name, or None for the run's topic")
         if self.rate is not None and not self.rate > 0:
             raise ConfigError(f"ProducerSpec.rate: expected messages/s > 0 or None; got {self.rate!r}")
         if self.count is None and self.duration_s is None:
@@ -69,31 +73,23 @@ class ProducerStats:
 
 
 class ProducerWorker:
-    """Sends :class:`ProducerSpec`'s values on its own thread and records every send.
+    """Sends :class:`ProducerSpec`'s values on its own thread with the run's client profile and records
+    every send.
 
     ``start()`` then ``join()`` (or ``stop()`` to end early); both are bounded by ``join_timeout_s``.
     """
 
-    def __init__(
-        self,
-        spec: ProducerSpec,
-        bootstrap_servers: str,
-        client: ClientProfile,
-        sink: Sink,
-        run_id: str,
-        *,
-        time_profile: TimeProfile = CI,
-    ) -> None:
+    def __init__(self, context: RunContext, spec: ProducerSpec) -> None:
         self.spec = spec
-        self._client = client
-        self._sink = sink
-        self._run_id = run_id
-        self._logs = ClientLogBridge(sink, run_id, spec.name)
+        self.topic = spec.topic or context.topic
+        self._sink = context.sink
+        self._run_id = context.run_id
+        self._logs = ClientLogBridge(context.sink, context.run_id, spec.name)
         self._config: dict[str, Any] = producer_config(
-            client, bootstrap_servers, spec.name, time_profile, dict(spec.overrides)
+            context.client, context.bootstrap_servers, spec.name, context.time, dict(spec.overrides)
         )
         self._config.update(self._logs.callbacks())
-        self._single_attempt = client.single_attempt
+        self._single_attempt = context.client.single_attempt
         self._acks0 = str(self._config.get("acks")) == "0"
         self._pending: dict[str, float] = {}  # value id -> invoke mono
         self._lock = threading.Lock()
@@ -201,7 +197,7 @@ class ProducerWorker:
             value_id=vid,
             producer=spec.name,
             seq=seq,
-            topic=spec.topic,
+            topic=self.topic,
             key=key,
         )
         self._sink(invoke)
@@ -212,7 +208,7 @@ class ProducerWorker:
         while True:
             try:
                 producer.produce(
-                    spec.topic, value=vid.encode(), key=key.encode(), on_delivery=self._on_delivery
+                    self.topic, value=vid.encode(), key=key.encode(), on_delivery=self._on_delivery
                 )
                 return
             except BufferError:

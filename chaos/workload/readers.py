@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -28,9 +28,10 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
 
 from chaos.errors import ConfigError
+from chaos.run.context import RunContext
 from chaos.run.events import DrainEnd, DrainRead, Isolation, ProbeCall
-from chaos.workload.common import ClientLogBridge, Sink, error_name, error_text, payload_value_id
-from chaos.workload.profiles import CI, TimeProfile, admin_config
+from chaos.workload.common import ClientLogBridge, error_name, error_text, payload_value_id
+from chaos.workload.profiles import admin_config
 
 LOG_FLUSH_S = 0.2  # serving the client's queue once more before close delivers its last log lines
 
@@ -39,11 +40,9 @@ def _key(raw: bytes | None) -> str | None:
     return raw.decode("utf-8", "replace") if raw is not None else None
 
 
-def _reader_config(
-    bootstrap_servers: str, client_id: str, time_profile: TimeProfile, isolation: Isolation
-) -> dict[str, Any]:
+def _reader_config(context: RunContext, client_id: str, isolation: Isolation) -> dict[str, Any]:
     return {
-        **admin_config(bootstrap_servers, client_id, time_profile),
+        **admin_config(context.bootstrap_servers, client_id, context.time),
         "group.id": f"chaos-reader-{uuid.uuid4().hex[:12]}",  # librdkafka needs one; never joined
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
@@ -70,39 +69,37 @@ class RestoreResult:
 
 
 class RestoreReader:
-    """The seed's restore pattern on one topic, one temporary consumer per restore (as in PB1).
+    """The seed's restore pattern on the run's topic (or ``topic``), one temporary consumer per restore (as
+    in PB1).
 
     :param k: read back ``k`` records from the end (the seed used 2).
     :param poll_timeout_s: the seed's ``poll(Duration.ofMillis(10_000L))``.
-    :param call_timeout_s: timeout of the end-offsets call (Java's request.timeout.ms: 30 s faithful).
+    :param call_timeout_s: timeout of the end-offsets call (default: the time profile's request.timeout.ms,
+        Java's: 30 s faithful).
     """
 
     def __init__(
         self,
-        bootstrap_servers: str,
-        topic: str,
-        sink: Sink,
-        run_id: str,
+        context: RunContext,
         *,
         process: str = "restore",
         k: int = 2,
         poll_timeout_s: float = 10.0,
         call_timeout_s: float | None = None,
-        time_profile: TimeProfile = CI,
+        topic: str | None = None,
     ) -> None:
         if k < 1:
             raise ConfigError(f"RestoreReader.k: expected >= 1; got {k!r}")
         if not poll_timeout_s > 0:
             raise ConfigError(f"RestoreReader.poll_timeout_s: expected > 0; got {poll_timeout_s!r}")
-        self._bootstrap = bootstrap_servers
-        self._topic = topic
-        self._sink = sink
-        self._run_id = run_id
+        self._context = context
+        self._topic = topic or context.topic
+        self._sink = context.sink
+        self._run_id = context.run_id
         self._process = process
         self._k = k
         self._poll_timeout_s = poll_timeout_s
-        self._time = time_profile
-        self._call_timeout_s = call_timeout_s or time_profile.request_timeout_ms / 1000
+        self._call_timeout_s = call_timeout_s or context.time.request_timeout_ms / 1000
 
     def _probe(
         self,
@@ -133,9 +130,7 @@ class RestoreReader:
 
     def restore_one(self, partition: int) -> RestoreResult:
         logs = ClientLogBridge(self._sink, self._run_id, self._process)
-        config = _reader_config(
-            self._bootstrap, f"{self._process}-{partition}", self._time, "read_uncommitted"
-        )
+        config = _reader_config(self._context, f"{self._process}-{partition}", "read_uncommitted")
         config["enable.partition.eof"] = False  # the seed's poll sees records or nothing
         config.update(logs.callbacks())
         consumer = Consumer(config)
@@ -215,27 +210,27 @@ class RestoreReader:
 
 
 def startup_probe(
-    bootstrap_servers: str,
-    topic: str,
-    sink: Sink,
-    run_id: str,
+    context: RunContext,
     *,
     timeout_s: float,
-    group: str | None = None,
+    group: bool = False,
     process: str = "probe",
-    time_profile: TimeProfile = CI,
+    topic: str | None = None,
 ) -> bool:
     """What a client does first on start, with a fresh consumer (no cached metadata), each call a
-    :class:`ProbeCall`: ``metadata`` — ``list_topics(topic, timeout)``, Java's ``partitionsFor`` (MD2) —
-    then, with ``group``, ``committed`` — the group's committed offsets of every partition (MD3). The
-    consumer never subscribes. Returns whether every call succeeded; never raises for a Kafka error.
+    :class:`ProbeCall`: ``metadata`` — ``list_topics(topic, timeout)`` of the run's topic (or ``topic``),
+    Java's ``partitionsFor`` (MD2) — then, with ``group``, ``committed`` — the run's group's committed
+    offsets of every partition (MD3). The consumer never subscribes. Returns whether every call succeeded;
+    never raises for a Kafka error.
     """
     if not timeout_s > 0:
         raise ConfigError(f"startup_probe.timeout_s: expected > 0; got {timeout_s!r}")
+    sink, run_id = context.sink, context.run_id
+    topic = topic or context.topic
     logs = ClientLogBridge(sink, run_id, process)
-    config = _reader_config(bootstrap_servers, process, time_profile, "read_uncommitted")
-    if group is not None:
-        config["group.id"] = group
+    config = _reader_config(context, process, "read_uncommitted")
+    if group:
+        config["group.id"] = context.group
     config.update(logs.callbacks())
     consumer = Consumer(config)
 
@@ -266,7 +261,7 @@ def startup_probe(
             return False
         partitions = sorted(tmeta.partitions) if tmeta is not None else []
         probe("metadata", started, result=f"{len(partitions)} partitions")
-        if group is None:
+        if not group:
             return True
         started = time.monotonic()
         try:
@@ -321,17 +316,15 @@ def _list_offsets(
 
 
 def drain(
-    bootstrap_servers: str,
-    topic: str,
-    sink: Sink,
-    run_id: str,
+    context: RunContext,
     *,
     isolations: Sequence[Isolation] = ("read_uncommitted", "read_committed"),
     timeout_s: float = 60.0,
-    time_profile: TimeProfile = CI,
     process: str = "drain",
+    topic: str | None = None,
 ) -> list[DrainSummary]:
-    """Read every partition of ``topic`` from its low watermark to its end offset, per isolation level.
+    """Read every partition of the run's topic (or ``topic``) from its low watermark to its end offset, per
+    isolation level.
 
     The end offset is the high watermark (read_uncommitted) or the last stable offset (read_committed),
     taken once at the start through ``AdminClient.list_offsets``. A partition is ``ok`` once the consumer's
@@ -339,44 +332,59 @@ def drain(
     never returned, so "every offset read" means "position reached the end"); ``fail`` if ``timeout_s``
     runs out first or the offsets could not be listed.
     """
-    admin = AdminClient(admin_config(bootstrap_servers, f"{process}-admin", time_profile))
-    call_timeout = time_profile.api_timeout_s
+    topic = topic or context.topic
+    admin = AdminClient(admin_config(context.bootstrap_servers, f"{process}-admin", context.time))
+    call_timeout = context.time.api_timeout_s
     metadata = admin.list_topics(topic, timeout=call_timeout)
     tmeta = metadata.topics.get(topic)
     if tmeta is None or tmeta.error is not None:
         raise ConfigError(f"drain: topic {topic!r} is not readable: {getattr(tmeta, 'error', 'missing')}")
     partitions = sorted(tmeta.partitions)
     return [
-        _drain_one(
-            admin,
-            bootstrap_servers,
-            topic,
-            partitions,
-            sink,
-            run_id,
-            isolation,
-            timeout_s,
-            time_profile,
-            process,
-            call_timeout,
-        )
+        _drain_one(context, admin, topic, partitions, isolation, timeout_s, process, call_timeout)
         for isolation in isolations
     ]
 
 
-def _drain_one(
+# A broker back from a cut or a restart answers with these until its leader epochs catch up (measured: a
+# drain right after PB1's heal got FENCED_LEADER_EPOCH for every partition under read_committed).
+_STALE_LEADER: Final = frozenset(
+    {"FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE"}
+)
+
+
+def _list_offsets_retrying(
     admin: AdminClient,
-    bootstrap_servers: str,
     topic: str,
     partitions: list[int],
-    sink: Sink,
-    run_id: str,
+    isolation: Isolation,
+    call_timeout: float,
+    timeout_s: float,
+) -> dict[int, tuple[int, int]]:
+    """:func:`_list_offsets`, retried every 0.5 s while the answer is a stale-leader error, for at most
+    ``timeout_s`` (the drain's own bound); any other error, or the last one, is raised."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return _list_offsets(admin, topic, partitions, isolation, call_timeout)
+        except KafkaException as exc:
+            if error_name(exc) not in _STALE_LEADER or time.monotonic() + 0.5 >= deadline:
+                raise
+        time.sleep(0.5)
+
+
+def _drain_one(
+    context: RunContext,
+    admin: AdminClient,
+    topic: str,
+    partitions: list[int],
     isolation: Isolation,
     timeout_s: float,
-    time_profile: TimeProfile,
     process: str,
     call_timeout: float,
 ) -> DrainSummary:
+    sink, run_id = context.sink, context.run_id
+
     def end(
         partition: int,
         outcome: Literal["ok", "fail"],
@@ -401,13 +409,13 @@ def _drain_one(
         )
 
     try:
-        bounds = _list_offsets(admin, topic, partitions, isolation, call_timeout)
+        bounds = _list_offsets_retrying(admin, topic, partitions, isolation, call_timeout, timeout_s)
     except (KafkaException, TimeoutError) as exc:
         for p in partitions:
             end(p, "fail", None, None, error_name(exc), f"list_offsets: {error_text(exc)}")
         return DrainSummary(isolation, 0, (), tuple(partitions))
     logs = ClientLogBridge(sink, run_id, process)
-    config = _reader_config(bootstrap_servers, f"{process}-{isolation}", time_profile, isolation)
+    config = _reader_config(context, f"{process}-{isolation}", isolation)
     config.update(logs.callbacks())
     consumer = Consumer(config)
     todo = {p for p, (low, high) in bounds.items() if high > low}

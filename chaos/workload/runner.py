@@ -1,4 +1,4 @@
-"""A composed no-fault workload: N producers and an M-member group on one topic, plus the sampler.
+"""A composed no-fault workload: N producers and an M-member group on the run's topic, plus the sampler.
 
 :func:`run_workload` is what the throughput acceptance run and the kill -9 test drive; ``python -m
 chaos.history.record_workload`` runs it in a child process with its own :class:`~chaos.history.Recorder`
@@ -7,18 +7,18 @@ and prints progress lines, so a test can SIGKILL it mid-run and know what the hi
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Final, Literal
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Final, Literal
 
 from chaos.errors import ConfigError
+from chaos.run.context import RunContext
 from chaos.run.events import Delivery, Event, SendOutcome
 from chaos.workload.common import Sink
 from chaos.workload.consumer import CommitStrategy, ConsumerGroup, MemberSpec, Processing
 from chaos.workload.producer import ProducerSpec, ProducerStats, ProducerWorker
-from chaos.workload.profiles import CI, PROFILES, ConfigValue, consumer_config
+from chaos.workload.profiles import ConfigValue
 from chaos.workload.sampler import ClusterSampler
 
 # Batching for throughput runs (docs/workload.md, "Throughput"): librdkafka's linger.ms=5 default makes
@@ -34,17 +34,15 @@ THROUGHPUT_CONSUMER: Final[tuple[tuple[str, ConfigValue], ...]] = (
 
 @dataclass(frozen=True)
 class WorkloadPlan:
-    """What :func:`run_workload` runs. ``rate`` is per producer (``None`` = as fast as possible)."""
+    """What :func:`run_workload` runs on the run's topic and group with the run's client profile. ``rate``
+    is per producer (``None`` = as fast as possible)."""
 
-    topic: str
-    group: str
     producers: int = 2
     members: int = 3
     rate: float | None = 3000.0
     duration_s: float = 60.0
     mode: Literal["thread", "process"] = "thread"  # measured faster: see docs/workload.md, Throughput
     strategy: CommitStrategy = "commit_after"
-    profile: str = "idempotent"
     batch_size: int = 500
     catch_up_s: float = 30.0
     sampler: bool = True
@@ -53,21 +51,17 @@ class WorkloadPlan:
     processing: Processing = field(default_factory=Processing)
 
     def __post_init__(self) -> None:
-        if self.profile not in PROFILES:
-            raise ConfigError(
-                f"WorkloadPlan.profile: expected one of {', '.join(PROFILES)}; got {self.profile!r}"
-            )
         if not 1 <= self.producers <= 16 or not 1 <= self.members <= 16:
             raise ConfigError("WorkloadPlan: expected 1..16 producers and 1..16 members")
         if not 0 < self.duration_s <= 3600 or not 0 <= self.catch_up_s <= 600:
             raise ConfigError("WorkloadPlan: expected duration_s in (0, 3600] and catch_up_s in [0, 600]")
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
+    def to_data(self) -> dict[str, Any]:
+        return asdict(self)
 
     @classmethod
-    def from_json(cls, text: str) -> WorkloadPlan:
-        data = json.loads(text)
+    def from_data(cls, data: dict[str, Any]) -> WorkloadPlan:
+        data = dict(data)
         data["processing"] = Processing(**data["processing"])
         data["producer_overrides"] = tuple(tuple(p) for p in data["producer_overrides"])
         data["consumer_overrides"] = tuple(tuple(p) for p in data["consumer_overrides"])
@@ -121,31 +115,17 @@ class _Counter:
             return len(self.acked - self.delivered)
 
 
-def run_workload(
-    bootstrap_servers: str,
-    sink: Sink,
-    run_id: str,
-    plan: WorkloadPlan,
-) -> WorkloadResult:
+def run_workload(context: RunContext, plan: WorkloadPlan) -> WorkloadResult:
     """Start the sampler and the group, run the producers for ``duration_s``, wait (bounded by
     ``catch_up_s``) until the group has seen every acked value, then stop everything gracefully."""
-    counter = _Counter(sink)
-    client = PROFILES[plan.profile]
+    counter = _Counter(context.sink)
+    counted = replace(context, sink=counter)
     started = time.monotonic()
-    sampler = (
-        ClusterSampler(bootstrap_servers, counter, run_id, topics=[plan.topic], group=plan.group).start()
-        if plan.sampler
-        else None
-    )
+    sampler = ClusterSampler(counted, group=True).start() if plan.sampler else None
     specs = [
         MemberSpec(
             name=f"consumer-{i}",
-            run_id=run_id,
-            group=plan.group,
-            topic=plan.topic,
-            config=consumer_config(
-                client, bootstrap_servers, f"consumer-{i}", plan.group, CI, dict(plan.consumer_overrides)
-            ),
+            overrides=plan.consumer_overrides,
             strategy=plan.strategy,
             processing=plan.processing,
             batch_size=plan.batch_size,
@@ -153,20 +133,16 @@ def run_workload(
         )
         for i in range(plan.members)
     ]
-    group = ConsumerGroup(specs, counter, mode=plan.mode)
+    group = ConsumerGroup(counted, specs, mode=plan.mode)
     producers = [
         ProducerWorker(
+            counted,
             ProducerSpec(
                 name=f"producer-{i}",
-                topic=plan.topic,
                 rate=plan.rate,
                 duration_s=plan.duration_s,
                 overrides=plan.producer_overrides,
             ),
-            bootstrap_servers,
-            client,
-            counter,
-            run_id,
         )
         for i in range(plan.producers)
     ]

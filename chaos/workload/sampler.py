@@ -26,21 +26,10 @@ from typing import Any
 from chaos.cluster import wire
 from chaos.cluster.introspect import partition_states
 from chaos.errors import ClusterError, ConfigError, WorkloadError
+from chaos.run.context import RunContext, bootstrap_addresses
 from chaos.run.events import ClusterSample
-from chaos.workload.common import Sink
 
-
-def bootstrap_addresses(bootstrap_servers: str) -> list[tuple[str, int]]:
-    """``host:port,host:port`` -> [(host, port), ...]; a malformed entry raises :class:`ConfigError`."""
-    addresses = []
-    for entry in bootstrap_servers.split(","):
-        host, sep, port = entry.strip().rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ConfigError(f"bootstrap.servers entry {entry!r}: expected host:port")
-        addresses.append((host, int(port)))
-    if not addresses:
-        raise ConfigError("bootstrap.servers is empty")
-    return addresses
+__all__ = ["ClusterSampler", "bootstrap_addresses", "group_state_name"]
 
 
 def group_state_name(state: str) -> str:
@@ -49,16 +38,17 @@ def group_state_name(state: str) -> str:
 
 
 class ClusterSampler:
-    """Records a :class:`ClusterSample` about once per ``interval_s`` on its own thread until stopped."""
+    """Records a :class:`ClusterSample` about once per ``interval_s`` on its own thread until stopped.
+
+    It watches ``topics`` (default: the run's topic) and, with ``group``, the run's group.
+    """
 
     def __init__(
         self,
-        bootstrap_servers: str,
-        sink: Sink,
-        run_id: str,
+        context: RunContext,
         *,
-        topics: Sequence[str] = (),
-        group: str | None = None,
+        topics: Sequence[str] | None = None,
+        group: bool = False,
         interval_s: float = 1.0,
         sample_timeout_s: float = 2.0,
         process: str = "sampler",
@@ -68,11 +58,11 @@ class ClusterSampler:
             raise ConfigError(f"ClusterSampler.interval_s: expected [0.05, 5.0] s; got {interval_s}")
         if not sample_timeout_s > 0:
             raise ConfigError(f"ClusterSampler.sample_timeout_s: expected > 0; got {sample_timeout_s}")
-        self._addresses = bootstrap_addresses(bootstrap_servers)
-        self._sink = sink
-        self._run_id = run_id
-        self._topics = list(topics)
-        self._group = group
+        self._addresses = bootstrap_addresses(context.bootstrap_servers)
+        self._sink = context.sink
+        self._run_id = context.run_id
+        self._topics = list(topics) if topics is not None else [context.topic]
+        self._group = context.group if group else None
         self._interval = interval_s
         self._timeout = sample_timeout_s
         self._process = process

@@ -26,27 +26,38 @@ records are in the output, the offsets are not committed, and the next owner pro
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from chaos.errors import ConfigError, WorkloadError
-from chaos.run.events import ClientLog, Delivery, Outcome, PartitionOffset, TxnAction, TxnMarker
+from chaos.run.context import RunContext
+from chaos.run.events import (
+    NAME_PATTERN,
+    ClientLog,
+    Delivery,
+    Outcome,
+    PartitionOffset,
+    TxnAction,
+    TxnMarker,
+)
 from chaos.workload.common import (
     ClientLogBridge,
     Sink,
+    child_payload,
     error_name,
     error_text,
     member_fields,
     payload_value_id,
+    read_child_payload,
 )
 from chaos.workload.consumer import (
     ChildProcess,
@@ -55,108 +66,96 @@ from chaos.workload.consumer import (
     partition_offsets,
     rebalance_callbacks,
 )
-from chaos.workload.profiles import (
-    CI,
-    TRANSACTIONAL,
-    ClientProfile,
-    ConfigValue,
-    TimeProfile,
-    consumer_config,
-    producer_config,
-)
+from chaos.workload.profiles import ConfigItems, config_items, consumer_config, producer_config
 
 COMMIT_RETRIES = 3
 
 
 @dataclass(frozen=True)
 class TxnWorkerSpec:
-    """One transactional worker. Build it with :meth:`build`; ``consumer`` / ``producer`` are full client
-    configurations without callbacks (``producer`` carries the ``transactional.id``)."""
+    """One transactional worker of the run's group: it reads ``input_topic`` and writes ``output_topic``
+    (``None``: the run's topic). Its clients use the run's client profile — ``transactional`` (the default)
+    needs a transactional one (e.g. ``TRANSACTIONAL``), ``transactional=False`` (the at-least-once
+    transform) a non-transactional one — with ``consumer_overrides`` / ``producer_overrides`` on top.
+    ``transactional.id`` is ``chaos-<name>``: a restart under the same name fences the previous instance.
+    ``api_timeout_s`` ``None`` is the time profile's API timeout."""
 
     name: str
-    run_id: str
-    group: str
     input_topic: str
-    output_topic: str
-    consumer: dict[str, Any]
-    producer: dict[str, Any]
+    output_topic: str | None = None
     batch_size: int = 50
     poll_timeout_s: float = 0.5
     duration_s: float = 120.0
-    api_timeout_s: float = 12.0
+    api_timeout_s: float | None = None
     crash_in_txn: int | None = None
     transactional: bool = True
+    consumer_overrides: ConfigItems = ()
+    producer_overrides: ConfigItems = ()
 
     def __post_init__(self) -> None:
-        if self.transactional and "transactional.id" not in self.producer:
-            raise ConfigError("TxnWorkerSpec.producer: set transactional.id (use TxnWorkerSpec.build)")
-        if not self.transactional and "transactional.id" in self.producer:
-            raise ConfigError("TxnWorkerSpec(transactional=False): remove transactional.id from producer")
+        if not isinstance(self.name, str) or re.fullmatch(NAME_PATTERN, self.name) is None:
+            raise ConfigError(f"TxnWorkerSpec.name: expected [A-Za-z0-9_.-]{{1,128}}; got {self.name!r}")
+        if not self.input_topic or (self.output_topic is not None and not self.output_topic):
+            raise ConfigError("TxnWorkerSpec: expected an input_topic, and an output_topic or None")
         if not 1 <= self.batch_size <= 10_000:
             raise ConfigError(f"TxnWorkerSpec.batch_size: expected 1..10000; got {self.batch_size!r}")
-        if not 0 < self.poll_timeout_s <= 10 or not self.duration_s > 0 or not self.api_timeout_s > 0:
+        timeout_ok = self.api_timeout_s is None or self.api_timeout_s > 0
+        if not 0 < self.poll_timeout_s <= 10 or not self.duration_s > 0 or not timeout_ok:
             raise ConfigError(
-                "TxnWorkerSpec: expected poll_timeout_s in (0, 10], duration_s and api_timeout_s > 0"
+                "TxnWorkerSpec: expected poll_timeout_s in (0, 10], duration_s > 0, api_timeout_s > 0 or None"
             )
         if self.crash_in_txn is not None and self.crash_in_txn < 1:
             raise ConfigError(
                 f"TxnWorkerSpec.crash_in_txn: expected a transaction number >= 1; got {self.crash_in_txn}"
             )
-        bad = {"on_commit", "error_cb", "logger", "on_delivery"} & (set(self.consumer) | set(self.producer))
-        if bad:
-            raise ConfigError(f"TxnWorkerSpec: remove {sorted(bad)}; the worker sets its own callbacks")
+        for attr in ("consumer_overrides", "producer_overrides"):
+            object.__setattr__(self, attr, config_items("TxnWorkerSpec", attr, getattr(self, attr)))
 
-    @property
-    def transactional_id(self) -> str:
-        return str(self.producer.get("transactional.id", ""))
+    def consumer_settings(self, context: RunContext) -> dict[str, Any]:
+        """The input consumer's configuration: read_committed, no auto commit, no auto offset store."""
+        self._check(context)
+        consumer: dict[str, Any] = consumer_config(
+            context.client,
+            context.bootstrap_servers,
+            self.name,
+            context.group,
+            context.time,
+            dict(self.consumer_overrides),
+        )
+        consumer.update(
+            {
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+            }
+        )
+        return consumer
 
-    @classmethod
-    def build(
-        cls,
-        name: str,
-        run_id: str,
-        bootstrap_servers: str,
-        group: str,
-        input_topic: str,
-        output_topic: str,
-        *,
-        client: ClientProfile = TRANSACTIONAL,
-        time_profile: TimeProfile = CI,
-        consumer_overrides: Mapping[str, ConfigValue] | None = None,
-        producer_overrides: Mapping[str, ConfigValue] | None = None,
-        **options: Any,
-    ) -> TxnWorkerSpec:
-        """A spec whose ``transactional.id`` derives from ``name`` (``chaos-<name>``): a restart under the
-        same name fences the previous instance. ``transactional=False`` (an option) needs a
-        non-transactional ``client`` profile: the at-least-once transform."""
-        if client.transactional != options.get("transactional", True):
-            raise ConfigError(
-                f"TxnWorkerSpec.build: profile {client.name!r} is "
-                f"{'' if client.transactional else 'not '}transactional; pass transactional="
-                f"{client.transactional} for it"
-            )
-        consumer = consumer_config(client, bootstrap_servers, name, group, time_profile, consumer_overrides)
-        consumer.update({"isolation.level": "read_committed", "enable.auto.commit": False})
-        consumer["enable.auto.offset.store"] = False
-        producer = producer_config(client, bootstrap_servers, name, time_profile, producer_overrides)
-        options.setdefault("api_timeout_s", time_profile.api_timeout_s)
-        return cls(
-            name=name,
-            run_id=run_id,
-            group=group,
-            input_topic=input_topic,
-            output_topic=output_topic,
-            consumer=consumer,
-            producer=producer,
-            **options,
+    def producer_settings(self, context: RunContext) -> dict[str, Any]:
+        """The output producer's configuration (with ``transactional.id`` when transactional)."""
+        self._check(context)
+        return producer_config(
+            context.client, context.bootstrap_servers, self.name, context.time, dict(self.producer_overrides)
         )
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
+    def _check(self, context: RunContext) -> None:
+        client = context.client
+        if client.transactional != self.transactional:
+            raise ConfigError(
+                f"TxnWorkerSpec {self.name}: the run's client profile {client.name!r} is "
+                f"{'' if client.transactional else 'not '}transactional; pass transactional="
+                f"{client.transactional}, or hand the worker dataclasses.replace(context, client=...)"
+            )
+
+    def to_data(self) -> dict[str, Any]:
+        data = asdict(self)
+        for attr in ("consumer_overrides", "producer_overrides"):
+            data[attr] = [list(p) for p in getattr(self, attr)]
+        return data
 
     @classmethod
-    def from_json(cls, text: str) -> TxnWorkerSpec:
-        return cls(**json.loads(text))
+    def from_data(cls, data: dict[str, Any]) -> TxnWorkerSpec:
+        return cls(**data)
 
 
 def _rewind(consumer: Consumer, timeout_s: float) -> None:
@@ -169,12 +168,15 @@ def _rewind(consumer: Consumer, timeout_s: float) -> None:
         consumer.seek(TopicPartition(tp.topic, tp.partition, target))
 
 
-def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> int:
+def run_txn_worker(context: RunContext, spec: TxnWorkerSpec, stop: threading.Event) -> int:
     """Run the worker until ``stop`` is set or ``duration_s`` passes; returns the transactions committed."""
-    logs = ClientLogBridge(sink, spec.run_id, spec.name)
-    tid = spec.transactional_id
-    timeout = spec.api_timeout_s
-    pconf = dict(spec.producer)
+    sink, run_id = context.sink, context.run_id
+    output = spec.output_topic or context.topic
+    logs = ClientLogBridge(sink, run_id, spec.name)
+    pconf = spec.producer_settings(context)
+    cconf = spec.consumer_settings(context)
+    tid = str(pconf.get("transactional.id", ""))
+    timeout = spec.api_timeout_s or context.time.api_timeout_s
     pconf.update(logs.callbacks())
     producer = Producer(pconf)
     started = time.monotonic()
@@ -182,20 +184,18 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
         producer.init_transactions(timeout)  # fences earlier instances; aborts their open transaction
         sink(
             ClientLog(
-                run_id=spec.run_id,
+                run_id=run_id,
                 process=spec.name,
                 level="info",
                 facility="TXN_INIT",
                 message=f"init_transactions({tid}) returned in {(time.monotonic() - started) * 1000:.0f} ms",
             )
         )
-    cconf = dict(spec.consumer)
-    cconf["group.id"] = spec.group
     cconf.update(logs.callbacks())
     consumer = Consumer(cconf)
 
     def common() -> dict[str, Any]:
-        return member_fields(spec.run_id, spec.name, spec.group, consumer)
+        return member_fields(run_id, spec.name, context.group, consumer)
 
     def marker(
         action: TxnAction,
@@ -206,7 +206,7 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
     ) -> None:
         sink(
             TxnMarker(
-                run_id=spec.run_id,
+                run_id=run_id,
                 process=spec.name,
                 action=action,
                 transactional_id=tid,
@@ -228,7 +228,7 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
         deadline = started + spec.duration_s
         while not stop.is_set() and time.monotonic() < deadline:
             messages = consumer.consume(num_messages=spec.batch_size, timeout=spec.poll_timeout_s)
-            records = _records(spec, sink, messages)
+            records = _records(run_id, spec.name, sink, messages)
             if not records:
                 continue
             txns += 1
@@ -250,7 +250,7 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
                         **base,
                     )
                 )
-                producer.produce(spec.output_topic, value=msg.value(), key=raw_key)
+                producer.produce(output, value=msg.value(), key=raw_key)
                 if vid is not None:
                     value_ids.append(vid)
             if spec.crash_in_txn == txns:
@@ -271,7 +271,7 @@ def run_txn_worker(spec: TxnWorkerSpec, sink: Sink, stop: threading.Event) -> in
     return committed
 
 
-def _records(spec: TxnWorkerSpec, sink: Sink, messages: Sequence[Message]) -> list[Message]:
+def _records(run_id: str, process: str, sink: Sink, messages: Sequence[Message]) -> list[Message]:
     records = []
     for msg in messages:
         err = msg.error()
@@ -280,8 +280,8 @@ def _records(spec: TxnWorkerSpec, sink: Sink, messages: Sequence[Message]) -> li
             continue
         sink(
             ClientLog(
-                run_id=spec.run_id,
-                process=spec.name,
+                run_id=run_id,
+                process=process,
                 level="error",
                 message=err.str(),
                 facility="CONSUME",
@@ -339,24 +339,27 @@ def _commit(
 
 
 class TransactionalWorker(ChildProcess):
-    """The worker in a child process; events come back over a pipe into ``sink`` (see :class:`ChildProcess`).
+    """The worker in a child process; events come back over a pipe into the context's sink (see
+    :class:`ChildProcess`). A spec that does not fit the context's client profile raises here.
 
     ``stop()`` ends it gracefully (the current transaction completes); ``crash()`` SIGKILLs it.
     """
 
     module = "chaos.workload.transactional"
 
-    def __init__(self, spec: TxnWorkerSpec, sink: Sink) -> None:
-        super().__init__(spec.name, spec.to_json(), sink)
+    def __init__(self, context: RunContext, spec: TxnWorkerSpec) -> None:
+        spec.producer_settings(context)  # refuse a mismatched profile in the parent, not in the child
+        super().__init__(spec.name, child_payload(context, spec.to_data()), context.sink)
         self.spec = spec
+        self.context = context
 
 
 def main() -> int:
     from chaos.workload.member_child import pipe_sink, stop_on_sigterm
 
-    spec = TxnWorkerSpec.from_json(sys.stdin.readline())
+    context, spec = read_child_payload(sys.stdin.readline(), pipe_sink())
     stop = stop_on_sigterm()
-    run_txn_worker(spec, pipe_sink(), stop)
+    run_txn_worker(context, TxnWorkerSpec.from_data(spec), stop)
     return 0
 
 

@@ -17,6 +17,7 @@ from chaos.cluster.cluster import KafkaCluster
 from chaos.gate.policy import AuditResult
 from chaos.gate.run import audit_run
 from chaos.history import Recorder
+from chaos.workload import IDEMPOTENT, RunContext
 from chaos.workload.readers import drain
 from chaos.workload.runner import WorkloadPlan, run_workload
 
@@ -31,13 +32,20 @@ def test_a_real_run_without_faults_audits_clean(kafka_cluster: KafkaCluster, run
     run_id = f"audit-{uuid.uuid4().hex[:8]}"
     topic, group = f"t-{run_id}", f"g-{run_id}"
     kafka_cluster.create_topic(topic, partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
-    plan = WorkloadPlan(
-        topic=topic, group=group, producers=2, members=2, rate=500.0, duration_s=10.0, catch_up_s=20.0
-    )
+    plan = WorkloadPlan(producers=2, members=2, rate=500.0, duration_s=10.0, catch_up_s=20.0)
     history_dir = run_dir / run_id
     with Recorder(history_dir, run_id) as history:
-        workload = run_workload(kafka_cluster.bootstrap_servers, history.record, run_id, plan)
-        drained = drain(kafka_cluster.bootstrap_servers, topic, history.record, run_id)
+        context = RunContext(
+            run_id,
+            kafka_cluster.bootstrap_servers,
+            topic,
+            group,
+            IDEMPOTENT,
+            history.record,
+            run_dir=history_dir,
+        )
+        workload = run_workload(context, plan)
+        drained = drain(context)
     assert workload.acked > 0
     assert all(summary.incomplete == () for summary in drained), drained
 

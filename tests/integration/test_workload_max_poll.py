@@ -33,8 +33,8 @@ from chaos.workload import (
     Processing,
     ProducerSpec,
     ProducerWorker,
+    RunContext,
     ThreadMember,
-    consumer_config,
 )
 
 pytestmark = pytest.mark.integration
@@ -71,34 +71,26 @@ class Watch:
         raise AssertionError(f"{what}: not within {timeout_s} s")
 
 
-def member(
-    bootstrap: str, run_id: str, topic: str, group: str, name: str, processing: Processing
-) -> MemberSpec:
+def context(kafka_cluster: KafkaCluster, run_id: str, sink: Watch) -> RunContext:
+    """The run's topic ``t-<run id>`` and group ``g-<run id>``, the idempotent profile, ``sink``."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    return RunContext(run_id, bootstrap, f"t-{run_id}", f"g-{run_id}", IDEMPOTENT, sink)
+
+
+def member(name: str, processing: Processing) -> MemberSpec:
     return MemberSpec(
         name=name,
-        run_id=run_id,
-        group=group,
-        topic=topic,
-        config=consumer_config(IDEMPOTENT, bootstrap, name, group, overrides=SHORT),
         strategy="commit_after",
         processing=processing,
         batch_size=50,
         duration_s=120.0,
+        overrides=tuple(SHORT.items()),
     )
 
 
-def produce(bootstrap: str, topic: str, sink: Watch, run_id: str, count: int) -> None:
-    stats = (
-        ProducerWorker(
-            ProducerSpec(name="producer-0", topic=topic, rate=None, count=count, duration_s=30.0),
-            bootstrap,
-            IDEMPOTENT,
-            sink,
-            run_id,
-        )
-        .start()
-        .join()
-    )
+def produce(context: RunContext, count: int) -> None:
+    spec = ProducerSpec(name="producer-0", rate=None, count=count, duration_s=30.0)
+    stats = ProducerWorker(context, spec).start().join()
     assert stats.ok == count
 
 
@@ -110,24 +102,19 @@ def test_processing_above_the_interval_leaves_the_group_and_redelivers(
     kafka_cluster: KafkaCluster, run_dir: Path
 ) -> None:
     run_id = f"mp-{uuid.uuid4().hex[:8]}"
-    topic, group = f"t-{run_id}", f"g-{run_id}"
-    bootstrap = kafka_cluster.bootstrap_servers
-    kafka_cluster.create_topic(topic, partitions=2, replication_factor=3)
+    kafka_cluster.create_topic(f"t-{run_id}", partitions=2, replication_factor=3)
     with Recorder(run_dir / run_id, run_id) as history:
         watch = Watch(history)
-        produce(bootstrap, topic, watch, run_id, 200)
+        ctx = context(kafka_cluster, run_id, watch)
+        produce(ctx, 200)
         slow = ThreadMember(
+            ctx,
             member(
-                bootstrap,
-                run_id,
-                topic,
-                group,
                 "consumer-slow",
                 Processing(per_batch_s=1.5 * INTERVAL_MS / 1000),
             ),
-            watch,
         )
-        fast = ThreadMember(member(bootstrap, run_id, topic, group, "consumer-fast", Processing()), watch)
+        fast = ThreadMember(ctx, member("consumer-fast", Processing()))
         try:
             slow.start()
             # The slow member joins alone, takes both partitions and sits on its first batch for 9 s.
@@ -201,19 +188,14 @@ def test_processing_above_the_interval_leaves_the_group_and_redelivers(
 def test_slow_on_assign_alone_does_not_trip_max_poll(kafka_cluster: KafkaCluster, run_dir: Path) -> None:
     """MPI1's "verify": a member whose on_assign sleeps for twice max.poll.interval.ms, nothing else."""
     run_id = f"oa-{uuid.uuid4().hex[:8]}"
-    topic, group = f"t-{run_id}", f"g-{run_id}"
-    bootstrap = kafka_cluster.bootstrap_servers
-    kafka_cluster.create_topic(topic, partitions=2, replication_factor=3)
+    kafka_cluster.create_topic(f"t-{run_id}", partitions=2, replication_factor=3)
     on_assign_s = 2 * INTERVAL_MS / 1000
     with Recorder(run_dir / run_id, run_id) as history:
         watch = Watch(history)
-        produce(bootstrap, topic, watch, run_id, 100)
-        sampler = ClusterSampler(
-            bootstrap, watch, run_id, topics=[topic], group=group, interval_s=0.5
-        ).start()
-        slow = ThreadMember(
-            member(bootstrap, run_id, topic, group, "consumer-0", Processing(on_assign_s=on_assign_s)), watch
-        )
+        ctx = context(kafka_cluster, run_id, watch)
+        produce(ctx, 100)
+        sampler = ClusterSampler(ctx, group=True, interval_s=0.5).start()
+        slow = ThreadMember(ctx, member("consumer-0", Processing(on_assign_s=on_assign_s)))
         try:
             slow.start()
             watch.wait("all 100 values delivered", lambda ev: len(delivered(ev, "consumer-0")) >= 100, 60)
@@ -269,18 +251,14 @@ def test_rebalance_during_slow_on_assign_expels_the_member_after_the_interval(
     """Not alone: a second member joins while on_assign sleeps. The coordinator waits for the sleeping
     member's rejoin for its rebalance timeout (= max.poll.interval.ms), then completes without it."""
     run_id = f"ob-{uuid.uuid4().hex[:8]}"
-    topic, group = f"t-{run_id}", f"g-{run_id}"
-    bootstrap = kafka_cluster.bootstrap_servers
-    kafka_cluster.create_topic(topic, partitions=2, replication_factor=3)
+    kafka_cluster.create_topic(f"t-{run_id}", partitions=2, replication_factor=3)
     on_assign_s = 2 * INTERVAL_MS / 1000
     with Recorder(run_dir / run_id, run_id) as history:
         watch = Watch(history)
-        produce(bootstrap, topic, watch, run_id, 100)
-        slow = ThreadMember(
-            member(bootstrap, run_id, topic, group, "consumer-slow", Processing(on_assign_s=on_assign_s)),
-            watch,
-        )
-        other = ThreadMember(member(bootstrap, run_id, topic, group, "consumer-other", Processing()), watch)
+        ctx = context(kafka_cluster, run_id, watch)
+        produce(ctx, 100)
+        slow = ThreadMember(ctx, member("consumer-slow", Processing(on_assign_s=on_assign_s)))
+        other = ThreadMember(ctx, member("consumer-other", Processing()))
         try:
             slow.start()
             watch.wait(

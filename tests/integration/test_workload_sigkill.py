@@ -24,6 +24,8 @@ from chaos.history import (
     load_history,
     read_events,
 )
+from chaos.workload import IDEMPOTENT, RunContext
+from chaos.workload.common import child_payload
 from chaos.workload.runner import WorkloadPlan
 
 pytestmark = pytest.mark.integration
@@ -35,19 +37,16 @@ def test_sigkill_mid_run_keeps_a_readable_history(kafka_cluster: KafkaCluster, r
     run_id = f"k9-{uuid.uuid4().hex[:8]}"
     topic, group = f"t-{run_id}", f"g-{run_id}"
     kafka_cluster.create_topic(topic, partitions=2, replication_factor=3)
-    plan = WorkloadPlan(
-        topic=topic, group=group, producers=1, members=2, rate=1_000.0, duration_s=60.0, mode="thread"
-    )
+    plan = WorkloadPlan(producers=1, members=2, rate=1_000.0, duration_s=60.0, mode="thread")
     history_dir = run_dir / run_id
+    bootstrap = kafka_cluster.bootstrap_servers
+
+    def nowhere(event: object) -> None:
+        raise AssertionError("the child records its own history")
+
+    context = RunContext(run_id, bootstrap, topic, group, IDEMPOTENT, nowhere, run_dir=history_dir)
     child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "chaos.history.record_workload",
-            str(history_dir),
-            run_id,
-            kafka_cluster.bootstrap_servers,
-        ],
+        [sys.executable, "-m", "chaos.history.record_workload"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -68,7 +67,7 @@ def test_sigkill_mid_run_keeps_a_readable_history(kafka_cluster: KafkaCluster, r
     ]
     try:
         assert child.stdin is not None
-        child.stdin.write(plan.to_json().encode() + b"\n")
+        child.stdin.write(child_payload(context, plan.to_data()).encode() + b"\n")
         child.stdin.close()
         for reader in readers:
             reader.start()

@@ -34,7 +34,8 @@ from chaos.workload import (
     ProducerSpec,
     ProducerWorker,
     RestoreReader,
-    consumer_config,
+    RunContext,
+    Sink,
     drain,
 )
 
@@ -62,20 +63,13 @@ def create_topic(bootstrap: str, name: str) -> None:
     futures[name].result(timeout=60)
 
 
-def members(
-    bootstrap: str, run_id: str, topic: str, group: str, n: int, **kwargs: object
-) -> list[MemberSpec]:
-    return [
-        MemberSpec(
-            name=f"consumer-{i}",
-            run_id=run_id,
-            group=group,
-            topic=topic,
-            config=consumer_config(IDEMPOTENT, bootstrap, f"consumer-{i}", group),
-            **kwargs,  # type: ignore[arg-type]
-        )
-        for i in range(n)
-    ]
+def context(broker: SingleBroker, run_id: str, sink: Sink) -> RunContext:
+    """The run's topic ``t-<run id>`` and group ``g-<run id>``, the idempotent profile, ``sink``."""
+    return RunContext(run_id, broker.bootstrap_servers, f"t-{run_id}", f"g-{run_id}", IDEMPOTENT, sink)
+
+
+def members(n: int, **kwargs: object) -> list[MemberSpec]:
+    return [MemberSpec(name=f"consumer-{i}", **kwargs) for i in range(n)]  # type: ignore[arg-type]
 
 
 class Tracker:
@@ -111,39 +105,22 @@ class Tracker:
 
 def test_producer_group_drain_history(broker: SingleBroker, tmp_path: Path) -> None:
     run_id = f"wl-{uuid.uuid4().hex[:8]}"
-    topic, group = f"t-{run_id}", f"g-{run_id}"
-    create_topic(broker.bootstrap_servers, topic)
+    create_topic(broker.bootstrap_servers, f"t-{run_id}")
     started = time.monotonic()
     with Recorder(tmp_path, run_id) as history:
         track = Tracker(history)
-        sampler = ClusterSampler(
-            broker.bootstrap_servers, track.record, run_id, topics=[topic], group=group
-        ).start()
+        ctx = context(broker, run_id, track.record)
+        sampler = ClusterSampler(ctx, group=True).start()
         group_ = ConsumerGroup(
-            members(
-                broker.bootstrap_servers,
-                run_id,
-                topic,
-                group,
-                2,
-                strategy="commit_after",
-                processing=Processing(on_assign_s=0.1),
-            ),
-            track.record,
+            ctx, members(2, strategy="commit_after", processing=Processing(on_assign_s=0.1))
         ).start()
-        producer = ProducerWorker(
-            ProducerSpec(name="producer-0", topic=topic, rate=2000, duration_s=8.0),
-            broker.bootstrap_servers,
-            IDEMPOTENT,
-            track.record,
-            run_id,
-        ).start()
+        producer = ProducerWorker(ctx, ProducerSpec(name="producer-0", rate=2000, duration_s=8.0)).start()
         stats = producer.join()
         # Let the group catch up on the tail before closing it.
         caught_up = track.wait_caught_up(20.0)
         group_.stop()
         sampler.stop()
-        summaries = drain(broker.bootstrap_servers, topic, track.record, run_id, timeout_s=30)
+        summaries = drain(ctx, timeout_s=30)
         elapsed = time.monotonic() - started
     events = list(read_events(tmp_path))
     print(
@@ -191,19 +168,11 @@ def test_producer_group_drain_history(broker: SingleBroker, tmp_path: Path) -> N
 
 def test_restore_reader_records_each_call(broker: SingleBroker, tmp_path: Path) -> None:
     run_id = f"rr-{uuid.uuid4().hex[:8]}"
-    topic = f"t-{run_id}"
-    create_topic(broker.bootstrap_servers, topic)
+    create_topic(broker.bootstrap_servers, f"t-{run_id}")
     with Recorder(tmp_path, run_id) as history:
-        ProducerWorker(
-            ProducerSpec(name="producer-0", topic=topic, rate=None, count=300),
-            broker.bootstrap_servers,
-            IDEMPOTENT,
-            history.record,
-            run_id,
-        ).start().join()
-        results = RestoreReader(
-            broker.bootstrap_servers, topic, history.record, run_id, k=2, poll_timeout_s=5.0
-        ).restore(range(PARTITIONS))
+        ctx = context(broker, run_id, history.record)
+        ProducerWorker(ctx, ProducerSpec(name="producer-0", rate=None, count=300)).start().join()
+        results = RestoreReader(ctx, k=2, poll_timeout_s=5.0).restore(range(PARTITIONS))
     assert all(r.ok for r in results), results
     assert all(r.target == r.high - 2 and r.polled_offset == r.target for r in results if r.high)
     probes = [e for e in read_events(tmp_path) if isinstance(e, ProbeCall)]
@@ -215,40 +184,20 @@ def test_restore_reader_records_each_call(broker: SingleBroker, tmp_path: Path) 
 def test_process_member_crash_then_redelivery(broker: SingleBroker, tmp_path: Path) -> None:
     """A SIGKILLed member sends no LeaveGroup: its partitions move only after session.timeout.ms."""
     run_id = f"cr-{uuid.uuid4().hex[:8]}"
-    topic, group = f"t-{run_id}", f"g-{run_id}"
-    create_topic(broker.bootstrap_servers, topic)
+    create_topic(broker.bootstrap_servers, f"t-{run_id}")
     with Recorder(tmp_path, run_id) as history:
         track = Tracker(history)
-        specs = members(
-            broker.bootstrap_servers,
-            run_id,
-            topic,
-            group,
-            2,
-            strategy="commit_after",
-            processing=Processing(per_batch_s=0.05),
-        )
-        grp = ConsumerGroup(specs, track.record, mode="process").start()
-        ProducerWorker(
-            ProducerSpec(name="producer-0", topic=topic, rate=500, duration_s=4.0),
-            broker.bootstrap_servers,
-            IDEMPOTENT,
-            track.record,
-            run_id,
-        ).start().join()
+        ctx = context(broker, run_id, track.record)
+        specs = members(2, strategy="commit_after", processing=Processing(per_batch_s=0.05))
+        grp = ConsumerGroup(ctx, specs, mode="process").start()
+        ProducerWorker(ctx, ProducerSpec(name="producer-0", rate=500, duration_s=4.0)).start().join()
         # Both members must hold partitions before the kill: on a loaded machine a member process can
         # join late, and its first assignment would then look like a takeover.
         track.wait_assigned({"consumer-0", "consumer-1"}, 60.0)
         victim = grp.members[0]
         killed_at = time.monotonic()
         victim.crash()
-        ProducerWorker(
-            ProducerSpec(name="producer-1", topic=topic, rate=500, duration_s=12.0),
-            broker.bootstrap_servers,
-            IDEMPOTENT,
-            track.record,
-            run_id,
-        ).start().join()
+        ProducerWorker(ctx, ProducerSpec(name="producer-1", rate=500, duration_s=12.0)).start().join()
         caught_up = track.wait_caught_up(20.0)
         grp.members[1].stop()
     events = list(read_events(tmp_path))

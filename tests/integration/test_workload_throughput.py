@@ -12,6 +12,7 @@ import pytest
 
 from chaos.cluster.cluster import KafkaCluster
 from chaos.history import Recorder, filter_kinds, kind_counts, read_history
+from chaos.workload import IDEMPOTENT, RunContext
 from chaos.workload.runner import THROUGHPUT_CONSUMER, THROUGHPUT_PRODUCER, WorkloadPlan, run_workload
 
 pytestmark = pytest.mark.integration
@@ -30,8 +31,6 @@ def test_two_producers_three_members_sustain_5000_per_s(kafka_cluster: KafkaClus
     topic, group = f"t-{run_id}", f"g-{run_id}"
     kafka_cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
     plan = WorkloadPlan(
-        topic=topic,
-        group=group,
         producers=2,
         members=3,
         rate=3_000.0,  # per producer: 6,000/s offered, 20 % above the target
@@ -44,7 +43,16 @@ def test_two_producers_three_members_sustain_5000_per_s(kafka_cluster: KafkaClus
     history_dir = run_dir / run_id
     started = time.monotonic()
     with Recorder(history_dir, run_id) as history:
-        result = run_workload(kafka_cluster.bootstrap_servers, history.record, run_id, plan)
+        context = RunContext(
+            run_id,
+            kafka_cluster.bootstrap_servers,
+            topic,
+            group,
+            IDEMPOTENT,
+            history.record,
+            run_dir=history_dir,
+        )
+        result = run_workload(context, plan)
         closing = time.monotonic()
     stats = history.stats()
     close_s = time.monotonic() - closing

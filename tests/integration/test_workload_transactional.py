@@ -8,13 +8,14 @@ import threading
 import time
 import uuid
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from chaos.cluster.cluster import KafkaCluster
 from chaos.history import ClientLog, DrainRead, Event, Recorder, SendOutcome, TxnMarker, read_events
-from chaos.workload import IDEMPOTENT, ProducerSpec, ProducerWorker, drain
+from chaos.workload import IDEMPOTENT, TRANSACTIONAL, ProducerSpec, ProducerWorker, RunContext, drain
 from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec
 
 pytestmark = pytest.mark.integration
@@ -56,33 +57,28 @@ def test_crash_mid_transaction_then_restart_outputs_each_input_once(
     short = {"session.timeout.ms": 6_000, "heartbeat.interval.ms": 1_000, "max.poll.interval.ms": 6_000}
 
     def spec(crash: int | None) -> TxnWorkerSpec:
-        return TxnWorkerSpec.build(
+        return TxnWorkerSpec(
             "transformer-0",
-            run_id,
-            bootstrap,
-            group,
             source,
-            sink_topic,
-            consumer_overrides=short,
+            consumer_overrides=tuple(short.items()),
             batch_size=BATCH,
             crash_in_txn=crash,
         )
 
     with Recorder(run_dir / run_id, run_id) as history:
         keep = Keep(history)
+        context = RunContext(run_id, bootstrap, sink_topic, group, IDEMPOTENT, keep, run_dir=run_dir / run_id)
+        transform = replace(context, client=TRANSACTIONAL)
         stats = (
             ProducerWorker(
+                context,
                 ProducerSpec(name="producer-0", topic=source, rate=None, count=INPUTS, duration_s=30.0),
-                bootstrap,
-                IDEMPOTENT,
-                keep,
-                run_id,
             )
             .start()
             .join()
         )
         assert stats.ok == INPUTS
-        first = TransactionalWorker(spec(CRASH_IN_TXN), keep).start()
+        first = TransactionalWorker(transform, spec(CRASH_IN_TXN)).start()
         try:
             code = first.wait(60.0)
         finally:
@@ -90,7 +86,7 @@ def test_crash_mid_transaction_then_restart_outputs_each_input_once(
                 first.crash()
         assert code == -signal.SIGKILL, f"the worker did not crash in its transaction: {first.stderr_tail()}"
         crashed_at = time.monotonic()
-        second = TransactionalWorker(spec(None), keep).start()
+        second = TransactionalWorker(transform, spec(None)).start()
         try:
             deadline = time.monotonic() + 60.0
             inputs = {e.value_id for e in keep.events if isinstance(e, SendOutcome) and e.outcome == "ok"}
@@ -99,7 +95,7 @@ def test_crash_mid_transaction_then_restart_outputs_each_input_once(
             restart_s = time.monotonic() - crashed_at
         finally:
             second.stop()
-        drain(bootstrap, sink_topic, keep, run_id, timeout_s=30.0)
+        drain(context, timeout_s=30.0)
     events = read_events(run_dir / run_id)
 
     markers = [e for e in events if isinstance(e, TxnMarker)]

@@ -1,17 +1,22 @@
 """The scenario runner without Docker: scenario.json at start and end, fault records bridged into the
-history as FaultEvents, and a run that fails inside its block still leaves a closed history and the error."""
+history as FaultEvents, a run that fails inside its block still leaves a closed history and the error, the
+run's context, and a seeded plan run by the run's nemesis."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+import chaos.faults.nemesis
 from chaos.cluster.cluster import KafkaCluster
 from chaos.cluster.images.catalog import ImageSet
-from chaos.faults.base import Fault, FaultRecord
-from chaos.history import FaultEvent, read_events
+from chaos.errors import ConfigError
+from chaos.faults.base import Fault, FaultLog, FaultRecord
+from chaos.faults.plan import FaultStep, Plan, generate_plan
+from chaos.history import ClientLog, FaultEvent, read_events
 from chaos.run.manifest import read_scenario
 from chaos.scenario import Scenario, ScenarioError, ScenarioRun, Variant, fault_event, views
 
@@ -49,9 +54,13 @@ class Marker(Fault):
         pass
 
 
-def cluster() -> KafkaCluster:
-    """A cluster object that is never started (no container is created until start())."""
-    return KafkaCluster(ImageSet("kafka:x", "toxiproxy:x", "reaper:x", ()))
+def cluster(brokers: int = 0) -> KafkaCluster:
+    """A cluster object that is never started (no container is created until start()); with ``brokers``,
+    stand-ins that only have a node id and a bootstrap address."""
+    kafka = KafkaCluster(ImageSet("kafka:x", "toxiproxy:x", "reaper:x", ()))
+    stand_ins = (SimpleNamespace(node_id=n, bootstrap=f"127.0.0.1:{9090 + n}") for n in range(1, brokers + 1))
+    kafka.brokers = tuple(stand_ins)  # type: ignore[arg-type]
+    return kafka
 
 
 def test_fault_records_become_fault_events() -> None:
@@ -208,3 +217,78 @@ def test_converged_needs_every_broker_to_name_the_same_leaders(tmp_path: Path) -
         assert run.converged(full_isr=True)
         views_by_broker.update({1: state(None), 2: state(None), 3: state(None)})
         assert not run.converged()  # offline: no leader
+
+
+def test_the_run_hands_its_workers_one_context(tmp_path: Path) -> None:
+    with ScenarioRun(SCENARIO, "vulnerable", cluster(3), tmp_path, seed=5, profile="faithful") as run:
+        context = run.context
+        assert run.context is context
+        assert (context.run_id, context.topic, context.group, context.run_dir, context.seed) == (
+            run.run_id,
+            run.topic,
+            run.group,
+            run.dir,
+            5,
+        )
+        assert context.bootstrap_servers == "127.0.0.1:9091,127.0.0.1:9092,127.0.0.1:9093"
+        assert context.client is run.client
+        assert context.client.guarantee == "at_least_once"
+        assert context.time is run.time
+        assert context.time.name == "faithful"
+        context.sink(ClientLog(run_id=run.run_id, process="worker", level="info", message="via the context"))
+        assert [e.message for e in run.events()] == ["via the context"]  # type: ignore[attr-defined]
+    unstarted = ScenarioRun(SCENARIO, "vulnerable", cluster(), tmp_path)
+    with pytest.raises(ConfigError, match="bootstrap_servers"):
+        _ = unstarted.context
+
+
+def test_the_run_runs_a_seeded_plan_into_its_history_and_heals_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    healed_all: list[tuple[KafkaCluster, FaultLog | None]] = []
+
+    def heal_all(kafka: KafkaCluster, log: FaultLog | None = None) -> list[str]:
+        healed_all.append((kafka, log))
+        return []
+
+    # Every step becomes a Marker (touches nothing); the cluster-wide heal is recorded, not run.
+    monkeypatch.setattr(
+        chaos.faults.nemesis, "build_fault", lambda kafka, step, log: Marker(kafka, 2, log=log)
+    )
+    monkeypatch.setattr(chaos.faults.nemesis, "heal_all", heal_all)
+    plan = Plan(7, 3, (FaultStep(0.0, 0.2, "crash", 1), FaultStep(0.3, 60.0, "pause", 2)))
+    kafka = cluster(3)
+    with ScenarioRun(SCENARIO, "vulnerable", kafka, tmp_path, seed=7) as run:
+        assert run.plan(duration_s=30.0) == generate_plan(7, brokers=3, topic=run.topic, duration_s=30.0)
+        nemesis = run.nemesis(plan)
+        run.wait_for(
+            "the second step injected",
+            lambda ev: [e.action for e in views.faults(ev)] == ["inject", "heal", "inject"],
+            10,
+        )
+        with pytest.raises(ScenarioError, match="already running"):
+            run.nemesis(plan)
+        assert nemesis.running
+    assert not nemesis.running
+    assert nemesis.errors == []
+    assert healed_all == [(kafka, run.faults)]
+    assert run.faults.active() == []
+    recorded = [e for e in read_events(run.dir) if isinstance(e, FaultEvent)]
+    assert [(e.action, e.process) for e in recorded] == [
+        ("inject", "nemesis"),
+        ("heal", "nemesis"),
+        ("inject", "nemesis"),
+        ("heal", "nemesis"),  # the step still running when the run ended
+    ]
+    info = read_scenario(run.dir)
+    assert info is not None
+    assert info.plan is not None
+    assert Plan.from_json(json.dumps(dict(info.plan))) == plan
+
+
+def test_a_plan_needs_a_seed_and_fits_the_cluster(tmp_path: Path) -> None:
+    with ScenarioRun(SCENARIO, "vulnerable", cluster(3), tmp_path) as run:
+        with pytest.raises(ScenarioError, match="no seed"):
+            run.plan()
+        with pytest.raises(ScenarioError, match="for 5 brokers"):
+            run.nemesis(Plan(1, 5, ()))

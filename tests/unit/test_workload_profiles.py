@@ -17,6 +17,7 @@ from chaos.workload import (
     PROFILES,
     TRANSACTIONAL,
     ClientProfile,
+    RunContext,
     TimeProfile,
     classify_delivery_error,
     consumer_config,
@@ -30,6 +31,9 @@ from chaos.workload.consumer import CommitStrategy, MemberSpec, Processing, next
 from chaos.workload.outcomes import DEFINITE_FAIL, KNOWN_UNKNOWN, REJECTED_LAST_ATTEMPT
 
 BOOT = "127.0.0.1:9092"
+CONTEXT = RunContext(
+    run_id="r", bootstrap_servers=BOOT, topic="t", group="g", client=IDEMPOTENT, sink=lambda event: None
+)
 
 
 def test_every_builtin_profile_declares_its_guarantee() -> None:
@@ -161,31 +165,33 @@ def test_consumer_config() -> None:
     ],
 )
 def test_commit_strategy_settings(strategy: CommitStrategy, auto_commit: bool, auto_store: bool) -> None:
-    spec = MemberSpec(
-        name="consumer-0",
-        run_id="r",
-        group="g",
-        topic="t",
-        config={"bootstrap.servers": BOOT},
-        strategy=strategy,
-    )
-    settings = spec.consumer_settings()
+    spec = MemberSpec(name="consumer-0", strategy=strategy, overrides={"max.poll.interval.ms": 7000})  # type: ignore[arg-type]
+    settings = spec.consumer_settings(CONTEXT)
     assert settings["enable.auto.commit"] is auto_commit
     assert settings["enable.auto.offset.store"] is auto_store
-    assert MemberSpec.from_json(spec.to_json()) == spec
+    assert (settings["group.id"], settings["client.id"], settings["bootstrap.servers"]) == (
+        "g",
+        "consumer-0",
+        BOOT,
+    )
+    assert settings["session.timeout.ms"] == CI.session_timeout_ms
+    assert settings["max.poll.interval.ms"] == 7000
+    assert MemberSpec.from_data(spec.to_data()) == spec
 
 
 def test_member_spec_validation() -> None:
     with pytest.raises(ConfigError, match="strategy"):
-        MemberSpec(name="c", run_id="r", group="g", topic="t", config={}, strategy="never")  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="callbacks"):
-        MemberSpec(name="c", run_id="r", group="g", topic="t", config={"on_commit": print})
+        MemberSpec(name="c", strategy="never")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="set by the workload itself"):
+        MemberSpec(name="c", overrides=(("on_commit", "print"),))
+    with pytest.raises(ConfigError, match=r"MemberSpec\.name"):
+        MemberSpec(name="")
     with pytest.raises(ConfigError, match="per_record_s"):
         Processing(per_record_s=-1)
     with pytest.raises(ConfigError, match="record_delivery"):
-        MemberSpec(name="c", run_id="r", group="g", topic="t", config={}, record_delivery="never")  # type: ignore[arg-type]
-    spec = MemberSpec(name="c", run_id="r", group="g", topic="t", config={}, record_delivery="processed")
-    assert MemberSpec.from_json(spec.to_json()) == spec
+        MemberSpec(name="c", record_delivery="never")  # type: ignore[arg-type]
+    spec = MemberSpec(name="c", record_delivery="processed", topic="other")
+    assert MemberSpec.from_data(spec.to_data()) == spec
 
 
 def testnext_offsets_are_next_offsets_per_partition() -> None:

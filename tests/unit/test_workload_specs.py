@@ -15,17 +15,31 @@ from chaos.history import ClientLog, Event
 from chaos.workload import (
     IDEMPOTENT,
     THROUGHPUT_PRODUCER,
+    TRANSACTIONAL,
     ChildProcess,
     Processing,
+    RunContext,
+    TransactionalWorker,
     TxnWorkerSpec,
     WorkloadPlan,
 )
+from chaos.workload.common import child_payload, read_child_payload
+
+
+def context(**changes: Any) -> RunContext:
+    fields: dict[str, Any] = {
+        "run_id": "run1",
+        "bootstrap_servers": "127.0.0.1:9",
+        "topic": "out",
+        "group": "g",
+        "client": TRANSACTIONAL,
+        "sink": lambda event: None,
+    }
+    return RunContext(**{**fields, **changes})
 
 
 def test_workload_plan_round_trips_through_json() -> None:
     plan = WorkloadPlan(
-        topic="t",
-        group="g",
         rate=None,
         duration_s=5.0,
         mode="thread",
@@ -33,13 +47,13 @@ def test_workload_plan_round_trips_through_json() -> None:
         consumer_overrides=(("fetch.min.bytes", 1024),),
         processing=Processing(per_batch_s=0.5),
     )
-    assert WorkloadPlan.from_json(plan.to_json()) == plan
+    _, data = read_child_payload(child_payload(context(), plan.to_data()), print)
+    assert WorkloadPlan.from_data(data) == plan
 
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("profile", "nope", "WorkloadPlan.profile"),
         ("producers", 0, "1..16 producers"),
         ("members", 17, "1..16 members"),
         ("duration_s", 0.0, "duration_s"),
@@ -48,45 +62,38 @@ def test_workload_plan_round_trips_through_json() -> None:
 )
 def test_workload_plan_refuses_bad_values(field: str, value: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        WorkloadPlan(topic="t", group="g", **{field: value})  # type: ignore[arg-type]
+        WorkloadPlan(**{field: value})  # type: ignore[arg-type]
 
 
 def spec(**options: Any) -> TxnWorkerSpec:
-    return TxnWorkerSpec.build("transformer-0", "run1", "127.0.0.1:9", "g", "in", "out", **options)
+    return TxnWorkerSpec("transformer-0", "in", **options)
 
 
 def test_txn_worker_spec_derives_a_stable_transactional_id_and_read_committed() -> None:
-    built = spec(batch_size=10, crash_in_txn=2)
-    assert built.transactional_id == "chaos-transformer-0"  # a restart under the same name fences the old one
-    assert built.consumer["isolation.level"] == "read_committed"
-    assert built.consumer["enable.auto.commit"] is False
-    assert built.consumer["group.id"] == "g"
-    assert int(built.producer["message.timeout.ms"]) <= int(built.producer["transaction.timeout.ms"])
-    assert TxnWorkerSpec.from_json(built.to_json()) == built
+    built = spec(batch_size=10, crash_in_txn=2, consumer_overrides=(("session.timeout.ms", 6000),))
+    consumer, producer = built.consumer_settings(context()), built.producer_settings(context())
+    assert producer["transactional.id"] == "chaos-transformer-0"  # a restart under the same name fences
+    assert consumer["isolation.level"] == "read_committed"
+    assert consumer["enable.auto.commit"] is False
+    assert consumer["group.id"] == "g"
+    assert consumer["session.timeout.ms"] == 6000
+    assert int(producer["message.timeout.ms"]) <= int(producer["transaction.timeout.ms"])
+    assert TxnWorkerSpec.from_data(built.to_data()) == built
+    plain = spec(transactional=False).producer_settings(context(client=IDEMPOTENT))
+    assert "transactional.id" not in plain
 
 
-def test_txn_worker_spec_refuses_a_non_transactional_profile_and_bad_values() -> None:
+def test_txn_worker_spec_refuses_a_mismatched_profile_and_bad_values() -> None:
     with pytest.raises(ConfigError, match="not transactional"):
-        spec(client=IDEMPOTENT)
+        TransactionalWorker(context(client=IDEMPOTENT), spec())
+    with pytest.raises(ConfigError, match=r"is transactional; pass transactional=True"):
+        spec(transactional=False).consumer_settings(context())
     with pytest.raises(ConfigError, match="crash_in_txn"):
         spec(crash_in_txn=0)
     with pytest.raises(ConfigError, match="batch_size"):
         spec(batch_size=0)
-    built = spec()
-    with pytest.raises(ConfigError, match=r"transactional\.id"):
-        TxnWorkerSpec(
-            name="x", run_id="r", group="g", input_topic="i", output_topic="o", consumer={}, producer={}
-        )
-    with pytest.raises(ConfigError, match="callbacks"):
-        TxnWorkerSpec(
-            name="x",
-            run_id="r",
-            group="g",
-            input_topic="i",
-            output_topic="o",
-            consumer={"on_commit": "x"},
-            producer=built.producer,
-        )
+    with pytest.raises(ConfigError, match="set by the workload itself"):
+        spec(consumer_overrides=(("on_commit", "x"),))
 
 
 class EchoChild(ChildProcess):

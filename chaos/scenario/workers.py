@@ -1,0 +1,173 @@
+"""The workload half of a :class:`~chaos.scenario.runner.ScenarioRun`: workers built on the run's context
+(producers, group members, the restore reader, the cluster-state samplers), each stopped when the run ends.
+
+:class:`RunWorkers` is the run's base class: it keeps what the run must stop (:meth:`RunWorkers.on_close`)
+and stops it in :meth:`RunWorkers.stop_workers`; the run supplies :attr:`RunWorkers.context`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from chaos.scenario.model import ScenarioError
+from chaos.workload import (
+    ClusterSampler,
+    CommitStrategy,
+    DeliveryPoint,
+    MemberSpec,
+    Processing,
+    ProducerSpec,
+    ProducerWorker,
+    RestoreReader,
+    RunContext,
+    ThreadMember,
+    producer_config,
+)
+
+INTROSPECT_PROCESS: Final = "introspect"
+
+
+class RunWorkers:
+    """Workers of one run, on :attr:`context`; everything started here is stopped by :meth:`stop_workers`."""
+
+    def __init__(self) -> None:
+        self._closers: list[Callable[[], None]] = []
+        self._samplers: dict[str, ClusterSampler] = {}
+
+    @property
+    def context(self) -> RunContext:
+        """The run's context (the run builds it)."""
+        raise NotImplementedError
+
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Run ``closer`` when the run ends (before healing), e.g. to stop a group member."""
+        self._closers.append(closer)
+
+    def stop_workers(self) -> list[str]:
+        """Run the closers (last registered first), then stop the samplers; the closers' errors."""
+        errors: list[str] = []
+        for closer in reversed(self._closers):
+            try:
+                closer()
+            except Exception as exc:
+                errors.append(repr(exc))
+        self._closers.clear()
+        for sampler in self._samplers.values():
+            with contextlib.suppress(Exception):
+                sampler.stop()
+        self._samplers.clear()
+        return errors
+
+    def sampler(self, interval_s: float = 0.5, group: bool = False) -> ClusterSampler:
+        """Start the cluster-state sampler on the run's topic (and group); stopped by :meth:`finish`."""
+        return self._sample("sampler", ClusterSampler(self.context, group=group, interval_s=interval_s))
+
+    def introspect(self, interval_s: float = 0.5) -> None:
+        """Record the topic's leaders and ISR every ``interval_s``: ``cluster_state`` events of process
+        ``introspect`` from a :class:`~chaos.workload.ClusterSampler` that sends one raw Metadata request
+        to one broker at a time (2 s timeout, the next broker on error), so it keeps answering while a
+        broker is crashed or cut. Lighter than :meth:`sampler` (no controller, no group). Stopped by
+        :meth:`finish`."""
+        if not 0.1 <= interval_s <= 5:
+            raise ScenarioError(f"introspect(interval_s={interval_s}): expected 0.1..5 s")
+        sampler = ClusterSampler(
+            self.context, interval_s=interval_s, process=INTROSPECT_PROCESS, controller=False
+        )
+        self._sample(INTROSPECT_PROCESS, sampler)
+
+    def _sample(self, name: str, sampler: ClusterSampler) -> ClusterSampler:
+        if name in self._samplers:
+            raise ScenarioError(f"the run's {name} is already running")
+        self._samplers[name] = sampler.start()
+        return sampler
+
+    def producer_settings(self, name: str) -> dict[str, Any]:
+        """The effective producer configuration of the variant (for the record)."""
+        context = self.context
+        return producer_config(context.client, context.bootstrap_servers, name, context.time)
+
+    def producer(
+        self,
+        name: str = "producer-0",
+        *,
+        count: int | None = None,
+        rate: float | None = 100.0,
+        duration_s: float | None = None,
+        overrides: Sequence[tuple[str, Any]] = (),
+        flush_timeout_s: float = 30.0,
+    ) -> ProducerWorker:
+        """Start a producer with the variant's client configuration; joined (or stopped) by the caller."""
+        spec = ProducerSpec(
+            name=name,
+            rate=rate,
+            count=count,
+            duration_s=duration_s,
+            flush_timeout_s=flush_timeout_s,
+            overrides=tuple(overrides),
+        )
+        worker = ProducerWorker(self.context, spec)
+        self.on_close(lambda: _quiet(worker.stop))
+        return worker.start()
+
+    def member_spec(
+        self,
+        name: str,
+        *,
+        processing: Processing | None = None,
+        batch_size: int = 100,
+        overrides: dict[str, Any] | None = None,
+        duration_s: float = 120.0,
+        topic: str | None = None,
+        strategy: CommitStrategy = "commit_after",
+        record_delivery: DeliveryPoint = "consume",
+    ) -> MemberSpec:
+        """A group member of the run's group (default: commits after processing) with the variant's consumer
+        configuration, not started (for process members, or a member started later)."""
+        return MemberSpec(
+            name=name,
+            strategy=strategy,
+            processing=processing or Processing(),
+            batch_size=batch_size,
+            duration_s=duration_s,
+            record_delivery=record_delivery,
+            topic=topic,
+            overrides=tuple((overrides or {}).items()),
+        )
+
+    def member(
+        self,
+        name: str,
+        *,
+        processing: Processing | None = None,
+        batch_size: int = 100,
+        overrides: dict[str, Any] | None = None,
+        duration_s: float = 120.0,
+        topic: str | None = None,
+        strategy: CommitStrategy = "commit_after",
+        record_delivery: DeliveryPoint = "consume",
+    ) -> ThreadMember:
+        """Start a group member (:meth:`member_spec`) in a thread; the run stops it when it ends."""
+        spec = self.member_spec(
+            name,
+            processing=processing,
+            batch_size=batch_size,
+            overrides=overrides,
+            duration_s=duration_s,
+            topic=topic,
+            strategy=strategy,
+            record_delivery=record_delivery,
+        )
+        member = ThreadMember(self.context, spec)
+        self.on_close(lambda: member.stop())
+        return member.start()
+
+    def restore_reader(self, *, call_timeout_s: float, poll_timeout_s: float, k: int = 2) -> RestoreReader:
+        """The seed's restore reader (end offsets → assign → seek(end − k) → poll) on the run's topic."""
+        return RestoreReader(self.context, k=k, poll_timeout_s=poll_timeout_s, call_timeout_s=call_timeout_s)
+
+
+def _quiet(stop: Callable[[], object]) -> None:
+    with contextlib.suppress(Exception):
+        stop()
