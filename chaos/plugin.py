@@ -7,7 +7,11 @@ import os
 import re
 import secrets
 import shutil
+import signal
+import tempfile
+import threading
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,11 +19,12 @@ import pytest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from types import FrameType
 
     from chaos.audit.run import Engine
     from chaos.cluster.cluster import KafkaCluster
     from chaos.cluster.config import ClusterConfig
-    from chaos.cluster.images import ImageSet
+    from chaos.cluster.images import ImageSet, Source
     from chaos.faults.nemesis import Nemesis
     from chaos.scenario import Scenario, ScenarioRun
 
@@ -27,6 +32,11 @@ _RUN_IDS = pytest.StashKey[list[str]]()
 _REPORT = pytest.StashKey[dict[str, pytest.TestReport]]()
 _HTML_REPORTS = pytest.StashKey[list[str]]()
 _HTML_INDEX = pytest.StashKey[str]()
+_OPTIONS = pytest.StashKey["_Options"]()
+_ENV_SEED = "CHAOS_SEED"
+_ENV_KAFKA_VERSION = "CHAOS_KAFKA_VERSION"
+_ENV_REPORT_DIR = "CHAOS_REPORT_DIR"
+_SIGTERM_BEFORE = pytest.StashKey["Callable[[int, FrameType | None], object] | int | None"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,7 +65,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kafka-version",
         default=None,
-        help="Kafka version of the cluster; only the pinned version (chaos/versions.py) is accepted for now.",
+        help="Kafka version of the cluster (default: $CHAOS_KAFKA_VERSION, else the pinned one); only the "
+        "pinned version (chaos/versions.py) is accepted for now.",
     )
     group.addoption(
         "--chaos-strict-symptoms",
@@ -77,6 +88,107 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "smoke: a quick end-to-end check of images, clients and Spark.")
     config.addinivalue_line("markers", "integration: needs a Docker engine and the harness's images.")
     config.stash[_RUN_IDS] = []
+    _install_sigterm(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SIGTERM_BEFORE in config.stash:
+        signal.signal(signal.SIGTERM, config.stash[_SIGTERM_BEFORE])
+        del config.stash[_SIGTERM_BEFORE]
+
+
+def _install_sigterm(config: pytest.Config) -> None:
+    """Handle SIGTERM (a CI cancel) like Ctrl-C: KeyboardInterrupt in the main thread, so fixtures tear
+    down (faults healed, runs ended, logs captured) and pytest exits 2. Only over the default action
+    (immediate death): a handler someone else installed, or an ignored SIGTERM, is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+    config.stash[_SIGTERM_BEFORE] = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+
+
+def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The session's chaos options, each from its flag or environment variable, validated at session start:
+    a bad value is one usage error (exit 4), not an error in every test."""
+
+    images: Source
+    report_dir: Path
+    seed: int
+    cluster: ClusterConfig
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_OPTIONS] = _read_options(session.config)
+
+
+def _read_options(config: pytest.Config) -> _Options:
+    """Read and check every chaos option; raise pytest.UsageError naming the bad input and its fix."""
+    from chaos import versions
+    from chaos.cluster.config import ClusterConfig
+    from chaos.cluster.images.catalog import ENV_SOURCE, Source
+    from chaos.errors import ConfigError
+    from chaos.paths import reports_dir
+
+    images_option = config.getoption("--chaos-images")
+    try:
+        images = Source.parse(images_option)
+    except ConfigError as exc:
+        raise _usage(_given("--chaos-images", images_option, ENV_SOURCE), str(exc)) from None
+
+    seed: int | None = config.getoption("--chaos-seed")
+    if seed is None:
+        raw_seed = os.environ.get(_ENV_SEED, "").strip()
+        try:
+            seed = int(raw_seed) if raw_seed else secrets.randbelow(2**31)
+        except ValueError:
+            raise _usage(
+                _given("--chaos-seed", None, _ENV_SEED),
+                f"not an integer; set a whole number (e.g. {_ENV_SEED}=42), or unset it for a random seed",
+            ) from None
+
+    brokers: int = config.getoption("--chaos-brokers")
+    version_option: str | None = config.getoption("--kafka-version")
+    version = version_option or os.environ.get(_ENV_KAFKA_VERSION) or versions.KAFKA_VERSION
+    try:
+        cluster = ClusterConfig(
+            brokers=brokers, profile=config.getoption("--chaos-profile"), kafka_version=version
+        )
+    except ConfigError as exc:
+        given = [f"--chaos-brokers {brokers}"] if brokers != ClusterConfig.brokers else []
+        if version != versions.KAFKA_VERSION:
+            given.append(_given("--kafka-version", version_option, _ENV_KAFKA_VERSION))
+        raise _usage(", ".join(given) or "cluster options", str(exc)) from None
+
+    dir_option: str | None = config.getoption("--chaos-report-dir")
+    report_dir = Path(dir_option).expanduser().absolute() if dir_option else reports_dir(config.rootpath)
+    # The default reports/ is created on first use; only a directory the user named is checked up front, so
+    # a project without chaos tests is never blocked by its rootdir.
+    if dir_option or os.environ.get(_ENV_REPORT_DIR):
+        try:
+            report_dir.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=report_dir):
+                pass
+        except OSError as exc:
+            raise _usage(
+                _given("--chaos-report-dir", dir_option, _ENV_REPORT_DIR),
+                f"cannot create or write {report_dir} ({exc.strerror or exc}); name a writable directory",
+            ) from None
+    return _Options(images=images, report_dir=report_dir, seed=seed, cluster=cluster)
+
+
+def _given(option: str, value: object, env: str) -> str:
+    """How the user gave a value, for an error message: ``--option value`` or ``ENV='value'``."""
+    return f"{option} {value}" if value is not None else f"{env}={os.environ.get(env)!r}"
+
+
+def _usage(given: str, problem: str) -> pytest.UsageError:
+    return pytest.UsageError(f"chaos: {given}: {problem}")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -108,11 +220,40 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         terminalreporter.write_line(f"index: {index}")
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the session when a cluster of this session left a labelled container or network behind."""
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
+    """After every other finisher (so after the session fixtures' teardown, which an interrupted session
+    runs there): sweep what this session's clusters left behind. A leak fails a run that would otherwise
+    pass; an interrupted (2), internal-error (3) or usage-error (4) status is kept."""
+    try:
+        yield
+    finally:
+        _check_leaks(session)
+
+
+def _check_leaks(session: pytest.Session) -> None:
     run_ids = session.config.stash.get(_RUN_IDS, [])
     if not run_ids:
         return
+    try:
+        leaked = _sweep_leaks(run_ids)
+        problem = f"resources left behind (now swept): {', '.join(leaked)}" if leaked else None
+    except Exception as exc:
+        problem = (
+            f"leak check failed ({type(exc).__name__}: {exc}); once Docker answers, run "
+            f"`chaos clean --run-id ID` for each of {', '.join(run_ids)}"
+        )
+    if problem is None:
+        return
+    if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"chaos: {problem}", red=True)
+
+
+def _sweep_leaks(run_ids: list[str]) -> list[str]:
+    """The labelled containers and networks of ``run_ids`` still present (sorted), each run swept after."""
     from chaos.cluster.engine import LABEL, docker_client
     from chaos.cluster.sweep import sweep
 
@@ -123,13 +264,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         leaked += [c.name for c in client.containers.list(all=True, filters=selector)]
         leaked += [n.name for n in client.networks.list(filters=selector)]
         sweep(run_id)
-    if leaked:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(
-                f"chaos: resources left behind (now swept): {', '.join(sorted(leaked))}", red=True
-            )
+    return sorted(leaked)
 
 
 @pytest.fixture(scope="session")
@@ -137,17 +272,14 @@ def chaos_images(pytestconfig: pytest.Config) -> ImageSet:
     """The images of the selected source, pulled or built as needed (once per session)."""
     from chaos.cluster.images import ensure_images
 
-    return ensure_images(pytestconfig.getoption("--chaos-images"))
+    return ensure_images(pytestconfig.stash[_OPTIONS].images)
 
 
 @pytest.fixture(scope="session")
 def chaos_report_dir(pytestconfig: pytest.Config) -> Path:
     """Root of this session's artifacts: ``--chaos-report-dir``, else ``$CHAOS_REPORT_DIR``, else
     ``reports/`` under pytest's rootdir (the project being tested, never the installed package)."""
-    from chaos.paths import reports_dir
-
-    option = pytestconfig.getoption("--chaos-report-dir")
-    root = Path(option).expanduser().absolute() if option else reports_dir(pytestconfig.rootpath)
+    root = pytestconfig.stash[_OPTIONS].report_dir
     root.mkdir(parents=True, exist_ok=True)
     return root
 
@@ -165,23 +297,15 @@ def spark_session() -> Iterator[object]:
 @pytest.fixture(scope="session")
 def chaos_seed(pytestconfig: pytest.Config) -> int:
     """The session's seed for fault plans (--chaos-seed, $CHAOS_SEED, else random; always printed)."""
-    option = pytestconfig.getoption("--chaos-seed")
-    seed = option if option is not None else int(os.environ.get("CHAOS_SEED") or secrets.randbelow(2**31))
+    seed = pytestconfig.stash[_OPTIONS].seed
     print(f"chaos seed: {seed}")
-    return int(seed)
+    return seed
 
 
 @pytest.fixture(scope="session")
 def chaos_cluster_config(pytestconfig: pytest.Config) -> ClusterConfig:
     """The session cluster's configuration, from --chaos-profile, --chaos-brokers and --kafka-version."""
-    from chaos import versions
-    from chaos.cluster.config import ClusterConfig
-
-    return ClusterConfig(
-        brokers=pytestconfig.getoption("--chaos-brokers"),
-        profile=pytestconfig.getoption("--chaos-profile"),
-        kafka_version=pytestconfig.getoption("--kafka-version") or versions.KAFKA_VERSION,
-    )
+    return pytestconfig.stash[_OPTIONS].cluster
 
 
 class _ClusterHolder:
@@ -241,9 +365,11 @@ def kafka_cluster(
     try:
         yield cluster
     finally:
-        report = request.node.stash.get(_REPORT, {}).get("call")
-        if report is not None and report.failed:
-            cluster.capture_logs(run_dir / "logs")
+        if _did_not_pass(request.node):
+            try:
+                cluster.capture_logs(run_dir / "logs")
+            except Exception as exc:  # the heal below must run: the next test needs an uncut cluster
+                print(f"chaos: broker logs of {request.node.nodeid} not captured: {exc!r}")
         try:
             heal_all(cluster)
             cluster.delete_topics(sorted(cluster.topics() - before))
@@ -253,6 +379,17 @@ def kafka_cluster(
                 f"chaos: cluster {cluster.run_id} unhealthy after {request.node.nodeid} ({exc}); rebuilding"
             )
             _chaos_cluster_holder.discard()
+
+
+def _did_not_pass(item: pytest.Item) -> bool:
+    """Whether a test's broker logs are worth keeping: its call failed, or never completed (interrupted, or
+    a later fixture's setup failed); not when it passed or was skipped."""
+    phases = item.stash.get(_REPORT, {})
+    call = phases.get("call")
+    if call is not None:
+        return call.failed
+    setup = phases.get("setup")
+    return setup is None or not setup.skipped
 
 
 @pytest.fixture

@@ -1,0 +1,160 @@
+"""The plugin's options and their environment variables are checked once at session start: a bad value is
+one usage error (exit 4, no traceback) naming the input and the fix, before any test runs (pytester)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chaos import versions
+
+ENV = ("CHAOS_SEED", "CHAOS_IMAGES", "CHAOS_REPORT_DIR", "CHAOS_KAFKA_VERSION")
+
+# A test that would leave a mark if the session ever got as far as running it.
+NEVER_RUNS = """
+from pathlib import Path
+
+def test_runs():
+    Path(__file__).with_name("ran").write_text("yes")
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_chaos_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def _under_a_file(pytester: pytest.Pytester) -> str:
+    blocker = pytester.path / "blocker"
+    blocker.write_text("a file where a directory is needed")
+    return str(blocker / "reports")
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (
+            ["--kafka-version", "9.9.9"],
+            {},
+            "ERROR: chaos: --kafka-version 9.9.9: kafka_version '9.9.9' is not supported yet*"
+            f"pass {versions.KAFKA_VERSION}",
+        ),
+        (
+            [],
+            {"CHAOS_KAFKA_VERSION": "9.9.9"},
+            "ERROR: chaos: CHAOS_KAFKA_VERSION='9.9.9': kafka_version '9.9.9' is not supported yet*",
+        ),
+        (
+            ["--chaos-brokers", "7"],
+            {},
+            "ERROR: chaos: --chaos-brokers 7: brokers=7 is out of range*(pass e.g. --chaos-brokers 3)",
+        ),
+        (
+            [],
+            {"CHAOS_SEED": "abc"},
+            "ERROR: chaos: CHAOS_SEED='abc': not an integer; set a whole number (e.g. CHAOS_SEED=42)*",
+        ),
+        (
+            [],
+            {"CHAOS_IMAGES": "offical"},
+            "ERROR: chaos: CHAOS_IMAGES='offical': image source 'offical' is not one of official, local*",
+        ),
+        (["--chaos-seed", "abc"], {}, "*--chaos-seed: invalid int value: 'abc'"),
+        (["--chaos-brokers", "three"], {}, "*--chaos-brokers: invalid int value: 'three'"),
+        (["--chaos-images", "offical"], {}, "*--chaos-images: invalid choice: 'offical'*"),
+    ],
+    ids=[
+        "kafka-version",
+        "CHAOS_KAFKA_VERSION",
+        "brokers",
+        "CHAOS_SEED",
+        "CHAOS_IMAGES",
+        "seed-option",
+        "brokers-option",
+        "images-option",
+    ],
+)
+def test_bad_input_is_one_usage_error(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    env: dict[str, str],
+    expected: str,
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    pytester.makepyfile(test_inner=NEVER_RUNS)
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert not (pytester.path / "ran").exists()
+
+
+@pytest.mark.parametrize("via", ["option", "env"])
+def test_a_report_dir_that_cannot_be_created_is_a_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, via: str
+) -> None:
+    target = _under_a_file(pytester)
+    pytester.makepyfile(test_inner=NEVER_RUNS)
+    if via == "env":
+        monkeypatch.setenv("CHAOS_REPORT_DIR", target)
+        result = pytester.runpytest()
+        given = f"CHAOS_REPORT_DIR={target!r}"
+    else:
+        result = pytester.runpytest("--chaos-report-dir", target)
+        given = f"--chaos-report-dir {target}"
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: chaos: {given}: cannot create or write {target} (Not a directory); name a writable *"]
+    )
+    assert "Traceback" not in result.stderr.str()
+    assert not (pytester.path / "ran").exists()
+
+
+def test_the_default_report_dir_is_not_created_up_front(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert not (pytester.path / "reports").exists()
+
+
+def test_valid_input_reaches_the_fixtures(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CHAOS_SEED", " 42 ")
+    monkeypatch.setenv("CHAOS_KAFKA_VERSION", versions.KAFKA_VERSION)
+    report_dir = tmp_path / "new" / "reports"
+    pytester.makepyfile(
+        f"""
+        from pathlib import Path
+
+        def test_fixtures(chaos_seed, chaos_cluster_config, chaos_report_dir):
+            assert chaos_seed == 42
+            assert chaos_cluster_config.brokers == 5
+            assert chaos_cluster_config.profile == "faithful"
+            assert chaos_cluster_config.kafka_version == {versions.KAFKA_VERSION!r}
+            assert chaos_report_dir == Path({str(report_dir)!r})
+            assert chaos_report_dir.is_dir()
+        """
+    )
+    result = pytester.runpytest(
+        "--chaos-brokers", "5", "--chaos-profile", "faithful", "--chaos-report-dir", str(report_dir)
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_the_seed_option_wins_over_the_environment(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAOS_SEED", "7")
+    pytester.makepyfile("def test_seed(chaos_seed):\n    assert chaos_seed == 11\n")
+    pytester.runpytest("--chaos-seed", "11").assert_outcomes(passed=1)
+
+
+def test_help_is_not_blocked_by_bad_input(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHAOS_SEED", "abc")
+    result = pytester.runpytest("--help")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*--chaos-seed*"])
