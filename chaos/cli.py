@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -253,46 +255,125 @@ def _say(text: str, style: str | None = None) -> None:
     "2 bad input.",
 )
 @click.option(
-    "--out", type=click.Path(file_okay=False), default=None, help="Output directory (full run only)."
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Output directory: gate.json, gate.md, junit.xml, the runs and their HTML index "
+    "(default: $CHAOS_REPORT_DIR/gate, else ./reports/gate).",
 )
 @click.option(
-    "--junit", type=click.Path(dir_okay=False), default=None, help="JUnit XML path (full run only)."
+    "--junit", type=click.Path(dir_okay=False), default=None, help="JUnit XML path (default: OUT/junit.xml)."
 )
-def gate_command(gate_file: str, check_only: bool, out: str | None, junit: str | None) -> None:
+@click.option(
+    "--calibrate", is_flag=True, help="Also run each case's built-in vulnerable and remediated variants."
+)
+@click.option(
+    "--allow-flaky", is_flag=True, help="A flaky case (failed, then passed on a retry) does not fail."
+)
+@click.option("--seed", type=int, default=None, help="Seed of the runs (default: $CHAOS_SEED, else random).")
+def gate_command(
+    gate_file: str,
+    check_only: bool,
+    out: str | None,
+    junit: str | None,
+    calibrate: bool,
+    allow_flaky: bool,
+    seed: int | None,
+) -> None:
     """Judge your own client and broker configuration (GATE_FILE, TOML: docs/gate.md) against the
-    guarantee it claims. Exit 0 kept, 1 not kept, 2 bad input; writes nothing with --check-only."""
-    if not check_only:
+    guarantee it claims: the lint, then each selected catalog case on a real cluster with your settings.
+    Exit 0 passed, 1 failed (or flaky), 2 harness error or bad input, 3 inconclusive; --check-only: the
+    lint's 0 kept, 1 not kept, 2 bad input, writing nothing."""
+    try:
+        exit_code = _gate_check(gate_file, out, junit, full=not check_only)
+        if not check_only:
+            exit_code = _gate_run(
+                gate_file, out, junit, calibrate=calibrate, allow_flaky=allow_flaky, seed=seed
+            )
+    except ChaosError as exc:
         _say(
-            "error: the full gate run (the catalog's cases on a real cluster) is not available yet; nothing "
-            "was run and this is not a pass. Lint the configuration with: "
-            f"chaos gate {gate_file} --check-only",
+            f"error: {gate_file}: the gate cannot run (exit 2; nothing was judged, this is not a verdict):",
             "red",
         )
-        sys.exit(2)
-    try:
-        exit_code = _gate_check(gate_file, out, junit)
-    except ChaosError as exc:
-        _say(f"error: {gate_file}: the gate file cannot be used (exit 2):", "red")
         for line in str(exc).splitlines():
             _say(f"  {line}")
         sys.exit(2)
     except Exception as exc:  # a bug must still exit 2 ("bad input/harness error"), never look like a verdict
-        _say(f"error: the gate's lint failed unexpectedly ({type(exc).__name__}: {exc}); exit 2", "red")
+        _say(f"error: the gate failed unexpectedly ({type(exc).__name__}: {exc}); exit 2", "red")
         sys.exit(2)
     sys.exit(exit_code)
 
 
-def _gate_check(gate_file: str, out: str | None, junit: str | None) -> int:
-    """``chaos gate --check-only``: load, lint, print; the exit code."""
-    from chaos.gate.gatefile import NOT_SET_SOURCE, load_gate, resolve_cases
+def _gate_run(
+    gate_file: str,
+    out: str | None,
+    junit: str | None,
+    *,
+    calibrate: bool,
+    allow_flaky: bool,
+    seed: int | None,
+) -> int:
+    """The full run: pytest in-process over the catalog with ``--chaos-gate``; the exit code is gate.json's
+    (2 when the run wrote none: it broke before the gate could judge)."""
+    import pytest
+
+    from chaos.cluster.engine import docker_client
+    from chaos.gate.report import read_gate
+    from chaos.paths import reports_dir
+    from chaos.scenario import scenarios_dir
+
+    docker_client()  # no engine: exit 2 with the fix now, not one error per case
+    catalog = scenarios_dir()
+    target = Path(out).expanduser().absolute() if out else reports_dir() / "gate"
+    args = [
+        str(catalog),
+        "-m",
+        "chaos",
+        "--rootdir",
+        str(catalog.parent),
+        "-o",
+        f"cache_dir={Path.cwd() / '.pytest_cache'}",
+        "--chaos-report-dir",
+        str(target),
+        "--chaos-gate",
+        str(Path(gate_file).absolute()),
+    ]
+    if junit:
+        args += ["--chaos-gate-junit", str(Path(junit).expanduser().absolute())]
+    if calibrate:
+        args.append("--chaos-calibrate")
+    if allow_flaky:
+        args.append("--chaos-gate-allow-flaky")
+    if seed is not None:
+        args += ["--chaos-seed", str(seed)]
+    started = time.time()
+    _say(f"pytest {shlex.join(args)}", "dim")
+    status = int(pytest.main(args))
+    report = read_gate(target)
+    if report is None or (report.started_ts or 0) < started - 1:
+        _say(
+            f"error: the gate wrote no result in {target} (pytest exit {status}): harness error, exit 2",
+            "red",
+        )
+        return 2
+    _say(report.headline(), {0: "green", 1: "red"}.get(report.exit_code, "yellow"))
+    _say(f"{target / 'gate.md'} · {target / 'gate.json'} · {target / 'index.html'}")
+    return report.exit_code
+
+
+def _gate_check(gate_file: str, out: str | None, junit: str | None, *, full: bool = False) -> int:
+    """The lint (``--check-only``, and the full run's first step): load, lint, print; the lint's exit code."""
+    from chaos.gate.cases import gate_cases
+    from chaos.gate.gatefile import NOT_SET_SOURCE, load_gate
     from chaos.gate.lint import Finding, lint_gate
     from chaos.scenario import discover
 
     started = time.monotonic()
     gate = load_gate(gate_file)
-    cases = resolve_cases(gate, [s.case_id for s in discover()])
+    cases = gate_cases(gate, [s.case_id for s in discover()])
     check, result = lint_gate(gate)
-    _say(f"gate {gate_file}: claims {gate.guarantee} (lint only: no container started)", "bold")
+    step = "the lint first, before any container starts" if full else "lint only: no container started"
+    _say(f"gate {gate_file}: claims {gate.guarantee} ({step})", "bold")
     counts = f"the producer's {len(gate.producer.settings)}"
     if gate.consumer:
         counts += f" and the consumer's {len(gate.consumer.settings.settings)}"
@@ -326,13 +407,20 @@ def _gate_check(gate_file: str, out: str | None, junit: str | None) -> int:
         _say(f"Also found (does not break {gate.guarantee}):")
         for finding in result.others:
             show(finding, "!")
-    chosen = "from the gate file" if gate.cases else "every case that applies"
-    _say(f"Cases the full gate would run ({chosen}; time profile {gate.time_profile}): {', '.join(cases)}")
-    if out or junit:
+    chosen = "from the gate file" if gate.cases else "the default set that applies"
+    verb = "runs" if full else "would run"
+    _say(f"Cases the full gate {verb} ({chosen}; time profile {gate.time_profile}): {', '.join(cases)}")
+    if (out or junit) and not full:
         _say("note: --out and --junit are used by the full gate run only; --check-only wrote nothing", "dim")
     _say(f"lint took {time.monotonic() - started:.2f} s", "dim")
     if result.kept:
         return 0
+    if full:
+        _say(
+            f"the lint says {gate.guarantee} is not kept (above); the cases run anyway and decide the gate",
+            "yellow",
+        )
+        return 1
     keys = sorted({s.key for f in result.violations for s in f.settings if s.origin.source != NOT_SET_SOURCE})
     shown = sorted({c for f in result.violations for c in f.rule.cases})
     instead = f", or claim {result.strongest}" if result.strongest else " (no guarantee is kept)"

@@ -81,6 +81,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Seed of fault plans (default: $CHAOS_SEED, else a random one printed in the header).",
     )
+    _add_gate_options(group)
+
+
+def _add_gate_options(group: pytest.OptionGroup) -> None:
+    """The resilience gate's options (docs/gate.md)."""
+    group.addoption(
+        "--chaos-gate",
+        default=None,
+        metavar="GATE_FILE",
+        help="Run each selected catalog case once with GATE_FILE's configuration as the variant under test, "
+        "judged by the verdict and the thresholds; writes gate.json, gate.md and JUnit into the report dir "
+        "(default reports/gate/). Exit 0 pass, 1 fail, 2 harness error, 3 inconclusive.",
+    )
+    group.addoption(
+        "--chaos-calibrate",
+        action="store_true",
+        default=False,
+        help="With --chaos-gate: also run each case's built-in vulnerable and remediated variants.",
+    )
+    group.addoption(
+        "--chaos-gate-junit",
+        default=None,
+        metavar="PATH",
+        help="The gate's JUnit XML (default REPORT_DIR/junit.xml).",
+    )
+    group.addoption(
+        "--chaos-gate-allow-flaky",
+        action="store_true",
+        default=False,
+        help="With --chaos-gate: a flaky case (failed, then passed on a retry) does not fail the gate.",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -89,6 +120,31 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: needs a Docker engine and the harness's images.")
     config.stash[_RUN_IDS] = []
     _install_sigterm(config)
+    _configure_gate(config)
+
+
+def _configure_gate(config: pytest.Config) -> None:
+    """Under ``--chaos-gate``: the gate file read and linted, the gate's hooks registered."""
+    if config.getoption("--chaos-gate") is None and not config.getoption("--chaos-calibrate"):
+        return
+    from chaos.scenario.gaterun import configure_gate
+
+    def render_index(root: Path) -> None:
+        from chaos.report.render import render_index as render
+
+        render(root)
+
+    configure_gate(config, render_index)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize each ``@chaos_scenario`` test over its variants (under ``--chaos-gate``: the gate's)."""
+    if getattr(metafunc.function, "scenario", None) is None:
+        return
+    from chaos.scenario.api import GATE_PLUGIN, parametrize
+
+    gate = metafunc.config.pluginmanager.get_plugin(GATE_PLUGIN)
+    parametrize(metafunc, gate.session.params if gate is not None else None)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -595,6 +595,31 @@ def load_summary(run_dir: Path) -> RunSummary:
     return _light_summary(run_dir)
 
 
+def gate_banner(root: Path) -> dict[str, Any] | None:
+    """What the index's gate banner shows, from ``<root>/gate.json`` (a gate run's output directory);
+    ``None`` when there is none."""
+    from chaos.gate.report import GATE_MD_NAME, GateReportError, read_gate
+
+    try:
+        report = read_gate(root)
+    except GateReportError as exc:
+        return {"css": "unknown", "word": "unreadable", "headline": str(exc), "cases": [], "md": None}
+    if report is None:
+        return None
+    css = {"pass": "pass", "fail": "fail"}.get(report.verdict, "unknown")
+    cases = [
+        {
+            "case": c.case,
+            "outcome": c.outcome,
+            "message": c.message(),
+            "report": c.last.report if c.last else None,
+        }
+        for c in report.cases
+    ]
+    md = GATE_MD_NAME if (root / GATE_MD_NAME).exists() else None
+    return {"css": css, "word": report.verdict, "headline": report.headline(), "cases": cases, "md": md}
+
+
 def render_index(root: str | os.PathLike[str], runs: Iterable[Path] | None = None) -> Path:
     """Write ``<root>/index.html`` listing every run under ``root`` with its verdict, duration and link."""
     base = Path(root)
@@ -609,7 +634,13 @@ def render_index(root: str | os.PathLike[str], runs: Iterable[Path] | None = Non
     html = (
         _environment()
         .get_template("index.html.j2")
-        .render(root=str(base), entries=entries, counts=counts, generated=format_utc(time.time()))
+        .render(
+            root=str(base),
+            entries=entries,
+            counts=counts,
+            generated=format_utc(time.time()),
+            gate=gate_banner(base),
+        )
     )
     target = base / INDEX_NAME
     _write(target, html)

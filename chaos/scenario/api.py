@@ -11,12 +11,17 @@
         result = run.finish()          # optional: called for you when the body returns without it
         result.symptom("the client logged X", bool(...))
 
-The decorator marks the test ``chaos``, parametrizes it over the scenario's variants (the parameter is
-``variant``), opens a :class:`~chaos.scenario.runner.ScenarioRun` of the variant on the session's cluster,
-hands it to the body, finishes it if the body did not, and judges the result: the verdict (the audit's
-anomalies against the claimed guarantee, ``unknown`` when a precondition failed) must equal the variant's
-``expected_verdict``; symptoms fail the test only in strict mode. The body may ask for other fixtures by
-name after ``run``.
+The decorator marks the test ``chaos`` and records the scenario on it; the chaos plugin's
+``pytest_generate_tests`` (:func:`parametrize`) parametrizes it over the scenario's variants (the parameter
+is ``variant``, the ids the variant names). The test opens a :class:`~chaos.scenario.runner.ScenarioRun` of
+the variant on the session's cluster, hands it to the body, finishes it if the body did not, and judges the
+result: the verdict (the audit's anomalies against the claimed guarantee, ``unknown`` when a precondition
+failed) must equal the variant's ``expected_verdict``; symptoms fail the test only in strict mode. The body
+may ask for other fixtures by name after ``run``.
+
+Under ``--chaos-gate GATE_FILE`` the parameter is the team's configuration instead (id ``gate``, a
+:class:`~chaos.scenario.gaterun.GateCase`), judged by the verdict and the gate's thresholds only
+(docs/gate.md).
 """
 
 from __future__ import annotations
@@ -29,12 +34,16 @@ from typing import TYPE_CHECKING, Any
 from chaos.scenario.model import Scenario, ScenarioDefinitionError
 
 if TYPE_CHECKING:
+    import pytest
+
     from chaos.scenario.runner import ScenarioRun
 
 Body = Callable[..., object]
 TestFunction = Callable[..., None]
 RUN_FIXTURE = "scenario_run"
 """The plugin's factory fixture that opens a run (``scenario_run(SCENARIO, variant)``)."""
+GATE_PLUGIN = "chaos-gate"
+"""The name the gate's hooks (:class:`~chaos.scenario.gaterun.GatePlugin`) are registered under."""
 
 
 def chaos_scenario(scenario: Scenario) -> Callable[[Body], TestFunction]:
@@ -59,6 +68,9 @@ def chaos_scenario(scenario: Scenario) -> Callable[[Body], TestFunction]:
         def test(**kwargs: Any) -> None:
             factory = kwargs.pop(RUN_FIXTURE)
             variant = kwargs.pop("variant")
+            if not isinstance(variant, str):  # a gate run: the team's configuration (chaos.scenario.gaterun)
+                variant.run(factory, body, kwargs)
+                return
             run: ScenarioRun
             with factory(scenario, variant) as run:
                 body(run, **kwargs)
@@ -76,14 +88,25 @@ def chaos_scenario(scenario: Scenario) -> Callable[[Body], TestFunction]:
         source = inspect.getsourcefile(body)
         scenario.locate(Path(source).resolve().as_posix() if source else "", body.__name__)
         test.scenario = scenario  # type: ignore[attr-defined]
-        return _mark(test, scenario)
+        return _mark(test)
 
     return decorate
 
 
-def _mark(test: TestFunction, scenario: Scenario) -> TestFunction:
+def _mark(test: TestFunction) -> TestFunction:
     import pytest
 
-    parametrized = pytest.mark.parametrize("variant", scenario.variant_names)(test)
-    marked: TestFunction = pytest.mark.chaos(parametrized)
+    marked: TestFunction = pytest.mark.chaos(test)
     return marked
+
+
+def parametrize(
+    metafunc: pytest.Metafunc, gate_params: Callable[[Scenario], list[object]] | None = None
+) -> None:
+    """Parametrize a :func:`chaos_scenario` test's ``variant``: the scenario's variant names, or in a gate
+    run the gate's parameters (``gate_params``: :meth:`chaos.scenario.gaterun.GateSession.params`)."""
+    scenario = getattr(metafunc.function, "scenario", None)
+    if not isinstance(scenario, Scenario) or "variant" not in metafunc.fixturenames:
+        return
+    values = scenario.variant_names if gate_params is None else gate_params(scenario)
+    metafunc.parametrize("variant", values)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from chaos.gate.redact import redact
 from chaos.run.manifest import ScenarioInfo
 from chaos.run.profiles import ClientProfile, TimeProfile, custom_profile
 from chaos.scenario.model import Scenario, Variant
@@ -47,8 +48,8 @@ def describe_run(
         symptom=scenario.symptom,
         guarantee=variant.guarantee,
         client_profile=variant.client_profile,
-        producer_config=dict(variant.producer_config or {}),
-        consumer_config=dict(variant.consumer_config or {}),
+        producer_config=redact(variant.producer_config or {}),
+        consumer_config=redact(variant.consumer_config or {}),
         broker_config=dict(cluster.config.broker_config()),
         time_profile=time_profile.name,
         brokers=len(cluster.brokers) or None,

@@ -22,9 +22,9 @@ DOC: Final = ROOT / "docs" / "gate.md"
 LIMIT_S: Final = 10.0
 
 
-def chaos_gate(*args: str, cwd: Path) -> tuple[int, str, float]:
+def chaos_gate(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, float]:
     """Run ``chaos gate ARGS`` (the console script's ``main``) in a subprocess: exit code, output, seconds."""
-    env = {**os.environ, "COLUMNS": "200"}
+    env = {**os.environ, "COLUMNS": "200", **(env or {})}
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-c", "from chaos.cli import main; main()", "gate", *args],
@@ -100,14 +100,36 @@ def test_an_unreadable_gate_file_exits_2(tmp_path: Path) -> None:
     assert "missing.toml does not exist" in output
 
 
-def test_the_full_run_says_not_yet_and_exits_2(examples: Path) -> None:
+def test_the_full_run_lints_first_and_bad_input_exits_2_before_anything_starts(examples: Path) -> None:
+    (examples / "producer-weak.properties").write_text("acsk=all\n", encoding="utf-8")
     before = _listing(examples.parent)
-    code, output, _ = chaos_gate(
-        "examples/gate-strong.toml", "--out", "out", "--junit", "j.xml", cwd=examples.parent
+    code, output, elapsed = chaos_gate(
+        "examples/gate-weak.toml", "--out", "out", "--junit", "j.xml", cwd=examples.parent
     )
-    assert code == 2
-    assert "not available yet" in output
-    assert "this is not a pass" in output
+    assert code == 2, output
+    assert elapsed < LIMIT_S
+    assert "the gate cannot run (exit 2; nothing was judged, this is not a verdict)" in output
+    assert "did you mean 'acks'?" in output
+    assert _listing(examples.parent) == before
+
+
+def test_the_full_run_without_a_docker_engine_exits_2_with_the_fix(examples: Path) -> None:
+    """No engine answers (DOCKER_HOST names no socket): exit 2 and the fix, before pytest starts, after
+    the lint (which still reports the claim); nothing written."""
+    before = _listing(examples.parent)
+    code, output, elapsed = chaos_gate(
+        "examples/gate-weak.toml",
+        "--out",
+        "out",
+        cwd=examples.parent,
+        env={"DOCKER_HOST": f"unix://{examples.parent / 'no-docker.sock'}"},
+    )
+    assert code == 2, output
+    assert elapsed < 20
+    assert "NOT KEPT: at_least_once" in output  # the lint ran first
+    assert "Cases the full gate runs (the default set that applies; time profile ci)" in output
+    assert "no Docker engine answers" in output
+    assert "this is not a verdict" in output
     assert _listing(examples.parent) == before
 
 
@@ -140,3 +162,46 @@ def test_the_docs_describe_every_key() -> None:
     keys = (*TOP_KEYS, *TOPIC_KEYS, *THRESHOLD_KEYS, "file", "settings", "commit", "transform")
     for key in (*keys, "tolerance", "min_change_s"):
         assert key in tables or f"| `{key}`" in text, f"docs/gate.md's tables do not describe {key}"
+
+
+def test_the_full_run_is_pytest_over_the_catalog_with_the_gate_and_exits_with_gate_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``chaos gate`` without --check-only: the arguments it hands pytest, and its exit code taken from the
+    gate.json that run wrote (2 when it wrote none)."""
+    import chaos.cluster.engine
+    from chaos import cli
+    from chaos.gate.report import Attempt, CaseResult, GateReport, write_gate
+    from chaos.scenario import scenarios_dir
+
+    calls: list[list[str]] = []
+    written: dict[str, bool] = {"gate": True}
+
+    def fake_main(args: list[str]) -> int:
+        calls.append(args)
+        out = Path(args[args.index("--chaos-report-dir") + 1])
+        if written["gate"]:
+            unknown = CaseResult("PB1", "pb1", "n", "remediated", (Attempt("r", "unknown"),))
+            write_gate(out, GateReport("g.toml", "idempotent", "ci", (unknown,), started_ts=time.time()))
+        return 1
+
+    monkeypatch.setattr(chaos.cluster.engine, "docker_client", lambda: None)
+    monkeypatch.setattr(pytest, "main", fake_main)
+    gate = str(EXAMPLES / "gate-strong.toml")
+    code = cli._gate_run(gate, str(tmp_path / "out"), "j.xml", calibrate=True, allow_flaky=False, seed=7)
+    assert code == 3
+    (args,) = calls
+    assert args[:3] == [str(scenarios_dir()), "-m", "chaos"]
+    for option, value in (
+        ("--chaos-gate", gate),
+        ("--chaos-report-dir", str(tmp_path / "out")),
+        ("--chaos-gate-junit", str(Path("j.xml").absolute())),
+        ("--chaos-seed", "7"),
+    ):
+        assert args[args.index(option) + 1] == value
+    assert "--chaos-calibrate" in args
+    assert "--chaos-gate-allow-flaky" not in args
+    written["gate"] = False
+    assert (
+        cli._gate_run(gate, str(tmp_path / "other"), None, calibrate=False, allow_flaky=True, seed=None) == 2
+    )

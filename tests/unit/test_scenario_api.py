@@ -4,6 +4,7 @@ mechanics, not a scenario), and the repo's collection rules (`pytest` vs `pytest
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 
@@ -65,6 +66,19 @@ def test_the_decorator_needs_run_first() -> None:
 
         @chaos_scenario(s)
         def test_x(cluster: object) -> None: ...
+
+
+def test_the_decorator_marks_and_leaves_the_parametrisation_to_the_plugin() -> None:
+    """The chaos plugin's ``pytest_generate_tests`` parametrizes ``variant`` (the built-in variant names, or
+    the gate's under ``--chaos-gate``): the decorator only marks the test and records its scenario."""
+    s = scenario(Variant("only", "d"), guarantee="at_least_once", expected_verdict="pass")
+
+    @chaos_scenario(s)
+    def test_x(run: object) -> None: ...
+
+    assert [m.name for m in test_x.pytestmark] == ["chaos"]  # type: ignore[attr-defined]
+    assert test_x.scenario is s  # type: ignore[attr-defined]
+    assert list(inspect.signature(test_x).parameters) == ["scenario_run", "variant"]
 
 
 def test_the_decorator_marks_parametrizes_finishes_and_judges(pytester: pytest.Pytester) -> None:

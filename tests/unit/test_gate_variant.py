@@ -1,0 +1,161 @@
+"""The team's configuration as the variant under test (chaos.scenario.gaterun.gate_variant), built on the
+real catalog from the example gate files: the timeline a case's body branches on, the team's settings over
+the case's timing settings, what is never handed to the run's clients, and the case sets a gate runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from chaos.gate.cases import DEFAULT_CASES, gate_cases
+from chaos.gate.gatefile import GateFile, GateFileError, load_gate
+from chaos.scenario import Scenario, discover
+from chaos.scenario.describe import variant_client
+from chaos.scenario.gaterun import config_notes, gate_scenario, gate_variant, not_passed, timeline_of
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+STRONG: Final = ROOT / "examples" / "gate-strong.toml"
+WEAK: Final = ROOT / "examples" / "gate-weak.toml"
+
+
+@pytest.fixture(scope="module")
+def catalog() -> dict[str, Scenario]:
+    return {s.case_id: s for s in discover()}
+
+
+def gate_file(tmp_path: Path, text: str) -> GateFile:
+    path = tmp_path / "gate.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_gate(path)
+
+
+def test_every_catalog_case_takes_the_strong_configuration_on_its_remediated_timeline(
+    catalog: dict[str, Scenario],
+) -> None:
+    gate = load_gate(STRONG)
+    for case, scenario in catalog.items():
+        variant = gate_variant(scenario, gate)
+        timeline = "vulnerable" if case == "O6" else "remediated"  # O6's transactional one needs a txn id
+        assert variant.name == timeline_of(scenario, gate) == timeline, case
+        assert (variant.guarantee, variant.expected_verdict, variant.client_profile) == (
+            "idempotent",
+            "pass",
+            "gate",
+        )
+        producer = dict(variant.producer_config or {})
+        assert producer["acks"] == "all"
+        assert producer["enable.idempotence"] == "true"
+        assert producer["max.in.flight.requests.per.connection"] == "5"
+        assert producer["linger.ms"] == "5"  # the team's, over D1's and O1's own linger.ms
+        own = dict(scenario.variant(timeline).producer_config or {})
+        for key in set(producer) - {k for k in gate.producer.as_dict()}:
+            assert key.endswith(".ms"), (case, key)  # only the case's timing settings stay
+            assert producer[key] == own[key]
+        assert "retries" not in producer, case  # D1's retries=3 is not the team's: librdkafka's default
+        assert variant.topic_config == {"min.insync.replicas": 2, "unclean.leader.election.enable": False}
+        assert variant_client(variant).guarantee == "idempotent"  # a profile the workload accepts
+        run_scenario = gate_scenario(scenario, variant)
+        assert run_scenario.variants == (variant,)
+        assert run_scenario.nodeid() == scenario.nodeid()
+
+
+def test_the_case_keeps_its_timing_where_the_team_gives_none(catalog: dict[str, Scenario]) -> None:
+    gate = load_gate(STRONG)
+    d1 = dict(gate_variant(catalog["D1"], gate).producer_config or {})
+    assert d1["socket.timeout.ms"] == 1000  # D1's lost ack needs it; the team sets no socket timeout
+    assert d1["retry.backoff.ms"] == 100
+    mpi1 = dict(gate_variant(catalog["MPI1"], gate).consumer_config or {})
+    assert mpi1 == {
+        "enable.auto.commit": "false",
+        "heartbeat.interval.ms": 1000,  # the case's
+        "max.poll.interval.ms": "60000",  # the team's, over the case's 6000
+        "session.timeout.ms": "6000",
+    }
+
+
+def test_the_weak_configuration_from_its_properties_file(catalog: dict[str, Scenario]) -> None:
+    gate = load_gate(WEAK)
+    variant = gate_variant(catalog["ISR2"], gate)
+    producer = dict(variant.producer_config or {})
+    assert producer["acks"] == "1"
+    assert "bootstrap.servers" not in producer
+    assert "enable.idempotence" not in producer  # librdkafka's default (false), as the lint judges it
+    assert variant.topic_config == {"min.insync.replicas": 1, "unclean.leader.election.enable": True}
+    assert (variant.guarantee, variant.client_guarantee) == ("at_least_once", "at_least_once")
+    assert variant_client(variant).producer_settings["acks"] == "1"
+
+
+def test_security_identity_and_secrets_never_reach_the_run(
+    tmp_path: Path, catalog: dict[str, Scenario]
+) -> None:
+    gate = gate_file(
+        tmp_path,
+        """
+        guarantee = "exactly_once"
+        [producer.settings]
+        "transactional.id" = "orders-tx"
+        "client.id" = "orders"
+        "security.protocol" = "SASL_SSL"
+        "sasl.mechanisms" = "PLAIN"
+        "sasl.username" = "svc"
+        "sasl.password" = "hunter2"
+        [consumer]
+        commit = "transaction"
+        transform = true
+        [consumer.settings]
+        "enable.auto.commit" = false
+        "group.id" = "orders"
+        "group.instance.id" = "orders-1"
+        """,
+    )
+    variant = gate_variant(catalog["PB1"], gate)
+    producer = dict(variant.producer_config or {})
+    consumer = dict(variant.consumer_config or {})
+    for key in ("transactional.id", "client.id", "security.protocol", "sasl.mechanisms", "sasl.password"):
+        assert key not in producer
+    assert producer["enable.idempotence"] == "true"  # implied by the transactional.id the run does not use
+    assert set(consumer) == {"enable.auto.commit"}
+    assert variant.client_guarantee == "idempotent"
+    notes = config_notes(gate)
+    assert any(n.startswith("producer transactional.id not passed") for n in notes)
+    assert any(n.startswith("consumer group.instance.id not passed") for n in notes)
+    assert "hunter2" not in " ".join(notes)
+    assert not_passed("ssl.key.password")
+    assert not_passed("sasl.oauthbearer.client.secret")
+    assert not_passed("acks") is None
+    # O6 replays the transactional timeline only with a transactional.id
+    assert gate_variant(catalog["O6"], gate).name == "remediated"
+
+
+def test_o6_without_a_transactional_id_replays_the_at_least_once_transform(
+    tmp_path: Path, catalog: dict[str, Scenario]
+) -> None:
+    gate = gate_file(
+        tmp_path,
+        """
+        guarantee = "idempotent"
+        [producer.settings]
+        "enable.idempotence" = true
+        [consumer]
+        commit = "after_processing"
+        transform = true
+        [consumer.settings]
+        "enable.auto.commit" = false
+        """,
+    )
+    assert gate_variant(catalog["O6"], gate).name == "vulnerable"
+
+
+def test_the_default_case_set_and_a_chosen_one(tmp_path: Path, catalog: dict[str, Scenario]) -> None:
+    known = tuple(catalog)
+    assert set(DEFAULT_CASES) <= set(known)
+    assert gate_cases(load_gate(STRONG), known) == ("PB1", "ISR2", "MPI1", "L2", "D1")
+    producer_only = gate_file(tmp_path, 'guarantee = "idempotent"\n[producer.settings]\nacks = "all"\n')
+    assert gate_cases(producer_only, known) == ("PB1", "ISR2", "L2", "D1")  # MPI1 needs a consumer
+    chosen = gate_file(tmp_path, 'guarantee = "idempotent"\ncases = ["O1", "PB1"]\n[producer.settings]\n')
+    assert gate_cases(chosen, known) == ("PB1", "O1")
+    wrong = gate_file(tmp_path, 'guarantee = "idempotent"\ncases = ["L6"]\n[producer.settings]\n')
+    with pytest.raises(GateFileError, match="L6 needs a consumer"):
+        gate_cases(wrong, known)
