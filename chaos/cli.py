@@ -227,9 +227,10 @@ def scenarios_list() -> None:
 )
 @click.option("--variant", default=None, help="Run one variant only (default: all of them).")
 def scenario_run(scenario_id: str, seed: int | None, profile: str, variant: str | None) -> None:
-    """Run one catalog scenario (by id or catalog id, e.g. PB1) through pytest; exit with pytest's status.
+    """Run one catalog scenario (by id or catalog id, e.g. PB1) through pytest.
 
-    Artifacts go to $CHAOS_REPORT_DIR, else ./reports under the current directory."""
+    Exit 0 passed, 1 a test failed, 2 bad input (pytest's usage error 4 included) or interrupted, as every
+    harness command. Artifacts go to $CHAOS_REPORT_DIR, else ./reports under the current directory."""
     import shlex
 
     import pytest
@@ -238,7 +239,8 @@ def scenario_run(scenario_id: str, seed: int | None, profile: str, variant: str 
 
     args = pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant)
     console.print(f"[dim]pytest {shlex.join(args)}[/dim]", highlight=False)
-    sys.exit(int(pytest.main(args)))
+    status = int(pytest.main(args))
+    sys.exit(2 if status in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) else status)
 
 
 def _say(text: str, style: str | None = None) -> None:

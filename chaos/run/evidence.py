@@ -15,13 +15,13 @@ This module is the one owner of ``evidence.json``.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
 from chaos.errors import ChaosError
+from chaos.run.files import RunFileError, read_json_object, write_atomic
 from chaos.run.terms import Verdict
 
 EVIDENCE_NAME: Final = "evidence.json"
@@ -151,22 +151,17 @@ class EvidenceLog:
 
 
 def write_evidence(run_dir: Path, evidence: Evidence) -> Path:
-    """Write ``<run_dir>/evidence.json`` atomically (a unique temporary name, then a rename)."""
-    path = run_dir / EVIDENCE_NAME
-    tmp = run_dir / f".{EVIDENCE_NAME}.{os.getpid()}.{threading.get_ident()}.tmp"
-    tmp.write_text(json.dumps(evidence.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    """Write ``<run_dir>/evidence.json`` atomically."""
+    return write_atomic(
+        run_dir / EVIDENCE_NAME, json.dumps(evidence.to_dict(), indent=2, sort_keys=True) + "\n"
+    )
 
 
 def read_evidence(run_dir: Path) -> Evidence | None:
     """The run's evidence, or ``None`` when the run wrote none (a run from before evidence, or a torn one).
     A malformed file raises :class:`EvidenceError` naming it."""
-    path = run_dir / EVIDENCE_NAME
-    if not path.is_file():
-        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise EvidenceError(f"{path}: not readable JSON ({exc}); delete it or re-run the scenario") from exc
-    return Evidence.from_dict(data)
+        data = read_json_object(run_dir / EVIDENCE_NAME)
+    except RunFileError as exc:
+        raise EvidenceError(str(exc)) from exc
+    return None if data is None else Evidence.from_dict(data)
