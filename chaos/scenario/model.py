@@ -50,6 +50,20 @@ def _frozen(owner: str, name: str, value: Mapping[str, Setting]) -> Mapping[str,
     return MappingProxyType(dict(sorted(value.items())))
 
 
+def _choices(owner: str, definition: Variant | Scenario) -> None:
+    """``guarantee``, ``client_guarantee`` and ``expected_verdict``: ``None`` (inherited) or a known value."""
+    for name, allowed, none in (
+        ("guarantee", GUARANTEES, ""),
+        ("client_guarantee", GUARANTEES, "None or "),
+        ("expected_verdict", VERDICTS, ""),
+    ):
+        value = getattr(definition, name)
+        if value is not None and value not in allowed:
+            raise ScenarioDefinitionError(
+                f"{owner}: {name} must be {none}one of {', '.join(allowed)}; got {value!r}"
+            )
+
+
 @dataclass(frozen=True)
 class Variant:
     """One configuration of a scenario.
@@ -90,21 +104,7 @@ class Variant:
             )
         if not isinstance(self.description, str) or not self.description.strip():
             raise ScenarioDefinitionError(f"Variant {self.name}: description must be a non-empty str")
-        if self.guarantee is not None and self.guarantee not in GUARANTEES:
-            raise ScenarioDefinitionError(
-                f"Variant {self.name}: guarantee must be one of {', '.join(GUARANTEES)}; "
-                f"got {self.guarantee!r}"
-            )
-        if self.client_guarantee is not None and self.client_guarantee not in GUARANTEES:
-            raise ScenarioDefinitionError(
-                f"Variant {self.name}: client_guarantee must be None or one of {', '.join(GUARANTEES)}; "
-                f"got {self.client_guarantee!r}"
-            )
-        if self.expected_verdict is not None and self.expected_verdict not in VERDICTS:
-            raise ScenarioDefinitionError(
-                f"Variant {self.name}: expected_verdict must be one of {', '.join(VERDICTS)}; "
-                f"got {self.expected_verdict!r}"
-            )
+        _choices(f"Variant {self.name}", self)
         for name in ("producer_config", "consumer_config", "topic_config"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _frozen(f"Variant {self.name}", name, getattr(self, name)))
@@ -219,16 +219,7 @@ class Scenario:
                 f"Scenario {self.scenario_id}: module must be a path like 'scenarios/test_x.py'; "
                 f"got {self.module!r}"
             )
-        if self.guarantee is not None and self.guarantee not in GUARANTEES:
-            raise ScenarioDefinitionError(
-                f"Scenario {self.scenario_id}: guarantee must be one of {', '.join(GUARANTEES)}; "
-                f"got {self.guarantee!r}"
-            )
-        if self.expected_verdict is not None and self.expected_verdict not in VERDICTS:
-            raise ScenarioDefinitionError(
-                f"Scenario {self.scenario_id}: expected_verdict must be one of {', '.join(VERDICTS)}; "
-                f"got {self.expected_verdict!r}"
-            )
+        _choices(f"Scenario {self.scenario_id}", self)
         for name in ("producer_config", "consumer_config", "topic_config"):
             object.__setattr__(self, name, _frozen(f"Scenario {self.scenario_id}", name, getattr(self, name)))
         if not isinstance(self.variants, tuple) or not self.variants:
