@@ -13,7 +13,7 @@ from rich.table import Table
 
 from chaos.errors import ChaosError
 
-console = Console()
+console = Console(soft_wrap=True)  # paths printed whole, never broken across lines
 
 _SOURCE_OPTION = click.option(
     "--source",
@@ -121,15 +121,32 @@ def doctor(source: str | None) -> None:
 
 
 @cli.command()
-@click.option("--run-id", default=None, help="Only this run's resources (default: every run's).")
-def clean(run_id: str | None) -> None:
-    """Remove containers and networks labelled chaos-harness that earlier runs left behind."""
+@click.option(
+    "--run-id",
+    "run_ids",
+    multiple=True,
+    help="Remove this run's resources, even while its session runs (repeatable).",
+)
+@click.option("--all", "everything", is_flag=True, help="Remove every run's resources, live runs included.")
+def clean(run_ids: tuple[str, ...], everything: bool) -> None:
+    """Remove containers and networks labelled chaos-harness of runs that ended or died (their reaper is
+    gone). Live runs are left alone and listed, unless named with --run-id or with --all."""
     from chaos.cluster.sweep import sweep
 
-    result = sweep(run_id)
-    console.print(f"removed {len(result.containers)} containers, {len(result.networks)} networks")
-    for name in (*result.containers, *result.networks):
-        console.print(f"  {name}")
+    if run_ids and everything:
+        raise click.UsageError("give --run-id or --all, not both")
+    results = [sweep(run_id) for run_id in run_ids] if run_ids else [sweep(everything=everything)]
+    containers = [name for result in results for name in result.containers]
+    networks = [name for result in results for name in result.networks]
+    _say(f"removed {len(containers)} containers, {len(networks)} networks")
+    for name in (*containers, *networks):
+        _say(f"  {name}")
+    live = [run for result in results for run in result.live_runs]
+    if live:
+        _say(f"left {len(live)} live runs alone (their reaper runs: a session is using them):")
+        for run in live:
+            _say(f"  {run.run_id}: {run.containers} containers, {run.networks} networks")
+        _say("  to remove them anyway (their sessions then fail): `chaos clean --run-id ID` or `--all`")
 
 
 @cli.command()
@@ -190,7 +207,7 @@ def report(run_dir: str) -> None:
         colour = colours.get(page.summary.verdict, "yellow")
         console.print(
             f"[{colour}]{page.summary.verdict:7}[/{colour}] {page.page}  "
-            f"[dim]({page.bytes / 1e6:.1f} MB, {page.seconds:.2f} s)[/dim]",
+            f"[dim]({page.bytes / 1e3:.0f} kB, {page.seconds:.2f} s)[/dim]",
             highlight=False,
         )
         for missing in page.summary.missing:
@@ -272,6 +289,14 @@ def _say(text: str, style: str | None = None) -> None:
 @click.option(
     "--allow-flaky", is_flag=True, help="A flaky case (failed, then passed on a retry) does not fail."
 )
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="OLD_GATE_JSON",
+    help="A previous gate run's gate.json: a case whose outage, p99 ack latency under fault or recovery "
+    "times got worse beyond the gate file's [baseline] tolerance fails (exit 1).",
+)
 @click.option("--seed", type=int, default=None, help="Seed of the runs (default: $CHAOS_SEED, else random).")
 def gate_command(
     gate_file: str,
@@ -280,6 +305,7 @@ def gate_command(
     junit: str | None,
     calibrate: bool,
     allow_flaky: bool,
+    baseline: str | None,
     seed: int | None,
 ) -> None:
     """Judge your own client and broker configuration (GATE_FILE, TOML: docs/gate.md) against the
@@ -287,10 +313,16 @@ def gate_command(
     Exit 0 passed, 1 failed (or flaky), 2 harness error or bad input, 3 inconclusive; --check-only: the
     lint's 0 kept, 1 not kept, 2 bad input, writing nothing."""
     try:
-        exit_code = _gate_check(gate_file, out, junit, full=not check_only)
+        exit_code = _gate_check(gate_file, out, junit, full=not check_only, baseline=baseline)
         if not check_only:
             exit_code = _gate_run(
-                gate_file, out, junit, calibrate=calibrate, allow_flaky=allow_flaky, seed=seed
+                gate_file,
+                out,
+                junit,
+                calibrate=calibrate,
+                allow_flaky=allow_flaky,
+                seed=seed,
+                baseline=baseline,
             )
     except ChaosError as exc:
         _say(
@@ -314,6 +346,7 @@ def _gate_run(
     calibrate: bool,
     allow_flaky: bool,
     seed: int | None,
+    baseline: str | None = None,
 ) -> int:
     """The full run: pytest in-process over the catalog with ``--chaos-gate``; the exit code is gate.json's
     (2 when the run wrote none: it broke before the gate could judge)."""
@@ -348,6 +381,8 @@ def _gate_run(
         args.append("--chaos-gate-allow-flaky")
     if seed is not None:
         args += ["--chaos-seed", str(seed)]
+    if baseline:
+        args += ["--chaos-gate-baseline", str(Path(baseline).expanduser().absolute())]
     started = time.time()
     _say(f"pytest {shlex.join(args)}", "dim")
     status = int(pytest.main(args))
@@ -363,15 +398,21 @@ def _gate_run(
     return report.exit_code
 
 
-def _gate_check(gate_file: str, out: str | None, junit: str | None, *, full: bool = False) -> int:
-    """The lint (``--check-only``, and the full run's first step): load, lint, print; the lint's exit code."""
+def _gate_check(
+    gate_file: str, out: str | None, junit: str | None, *, full: bool = False, baseline: str | None = None
+) -> int:
+    """The lint (``--check-only``, and the full run's first step): load, lint, print; the lint's exit code.
+    The full run also reads the baseline now (bad input: before any container starts)."""
+    from chaos.gate.baseline import describe_rule
     from chaos.gate.cases import gate_cases
     from chaos.gate.gatefile import NOT_SET_SOURCE, load_gate
     from chaos.gate.lint import Finding, lint_gate
+    from chaos.gate.report import read_gate_file
     from chaos.scenario import discover
 
     started = time.monotonic()
     gate = load_gate(gate_file)
+    old = read_gate_file(baseline) if baseline and full else None
     cases = gate_cases(gate, [s.case_id for s in discover()])
     check, result = lint_gate(gate)
     step = "the lint first, before any container starts" if full else "lint only: no container started"
@@ -412,8 +453,17 @@ def _gate_check(gate_file: str, out: str | None, junit: str | None, *, full: boo
     chosen = "from the gate file" if gate.cases else "the default set that applies"
     verb = "runs" if full else "would run"
     _say(f"Cases the full gate {verb} ({chosen}; time profile {gate.time_profile}): {', '.join(cases)}")
-    if (out or junit) and not full:
-        _say("note: --out and --junit are used by the full gate run only; --check-only wrote nothing", "dim")
+    if old is not None:
+        _say(
+            f"Against the baseline {baseline} ({len(old.cases)} case(s), {old.verdict}): a measure regresses "
+            f"when {describe_rule(gate.baseline)} than there"
+        )
+    if (out or junit or baseline) and not full:
+        _say(
+            "note: --out, --junit and --baseline are used by the full gate run only; "
+            "--check-only wrote nothing",
+            "dim",
+        )
     _say(f"lint took {time.monotonic() - started:.2f} s", "dim")
     if result.kept:
         return 0

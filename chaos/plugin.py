@@ -6,7 +6,6 @@ import argparse
 import os
 import re
 import secrets
-import shutil
 import signal
 import tempfile
 import threading
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from chaos.cluster.config import ClusterConfig
     from chaos.cluster.images import ImageSet, Source
     from chaos.faults.nemesis import Nemesis
+    from chaos.run.locks import RunDirs
     from chaos.scenario import Scenario, ScenarioRun
 
 _RUN_IDS = pytest.StashKey[list[str]]()
@@ -33,6 +33,7 @@ _REPORT = pytest.StashKey[dict[str, pytest.TestReport]]()
 _HTML_REPORTS = pytest.StashKey[list[str]]()
 _HTML_INDEX = pytest.StashKey[str]()
 _OPTIONS = pytest.StashKey["_Options"]()
+_RUN_DIRS: pytest.StashKey[RunDirs] = pytest.StashKey()
 _ENV_SEED = "CHAOS_SEED"
 _ENV_KAFKA_VERSION = "CHAOS_KAFKA_VERSION"
 _ENV_REPORT_DIR = "CHAOS_REPORT_DIR"
@@ -112,6 +113,14 @@ def _add_gate_options(group: pytest.OptionGroup) -> None:
         default=False,
         help="With --chaos-gate: a flaky case (failed, then passed on a retry) does not fail the gate.",
     )
+    group.addoption(
+        "--chaos-gate-baseline",
+        default=None,
+        metavar="OLD_GATE_JSON",
+        help="With --chaos-gate: compare each case's outage, p99 ack latency under fault and recovery "
+        "times with a previous gate run's gate.json; a regression beyond the gate file's [baseline] "
+        "tolerance fails the gate (exit 1).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -125,7 +134,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _configure_gate(config: pytest.Config) -> None:
     """Under ``--chaos-gate``: the gate file read and linted, the gate's hooks registered."""
-    if config.getoption("--chaos-gate") is None and not config.getoption("--chaos-calibrate"):
+    if not any(config.getoption(o) for o in ("--chaos-gate", "--chaos-calibrate", "--chaos-gate-baseline")):
         return
     from chaos.scenario.gaterun import configure_gate
 
@@ -462,14 +471,19 @@ def nemesis(kafka_cluster: KafkaCluster) -> Iterator[Nemesis]:
 
 @pytest.fixture
 def run_dir(request: pytest.FixtureRequest, chaos_report_dir: Path) -> Path:
-    """This test's artifact directory under the report dir: emptied when the test starts (one run of a
-    test per directory: the previous run's artifacts are replaced), kept after it."""
+    """This test's artifact directory, ``<report dir>/tests/<test>/``: empty when the test starts (the
+    previous run's artifacts are replaced), kept after it. While another live session holds that directory
+    (same report dir, same test) this session gets ``<test>~2/`` (or the next free one) instead: a session
+    never deletes or writes into another live session's run (:class:`chaos.run.locks.RunDirs`)."""
+    from chaos.run.locks import RunDirs
+
+    config = request.config
+    dirs = config.stash.get(_RUN_DIRS, None)
+    if dirs is None:
+        dirs = config.stash[_RUN_DIRS] = RunDirs(chaos_report_dir / "tests")
+        config.add_cleanup(dirs.release)  # held for the whole session, so its reports stay its own
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid).strip("_")[:150]
-    path = chaos_report_dir / "tests" / name
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    return path
+    return dirs.claim(name)
 
 
 @pytest.fixture

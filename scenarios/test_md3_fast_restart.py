@@ -68,6 +68,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from chaos.cluster.logs import log_files, read_log_lines
 from chaos.faults.network import NetworkCut
 from chaos.history import Commit, Event
 from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
@@ -138,8 +139,8 @@ def _group_members(run: ScenarioRun) -> int:
 def _coordinator_lines(run_dir: Path, group: str, member: str) -> list[tuple[float, str]]:
     """(epoch, text) of the broker log lines about ``member`` of ``group`` (captured into ``logs/``)."""
     found = []
-    for path in sorted((run_dir / "logs").glob("broker-*.log")):
-        for line in path.read_text(errors="replace").splitlines():
+    for path in (p for p in log_files(run_dir / "logs") if p.name.startswith("broker-")):
+        for line in read_log_lines(path):
             if member in line and group in line:
                 stamp = datetime.fromisoformat(line[:26]).replace(tzinfo=UTC).timestamp()
                 found.append((stamp, line[31:]))

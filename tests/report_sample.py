@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Final, TypedDict
 
+from chaos.cluster.logs import write_log
 from chaos.history import (
     ClientLog,
     ClusterSample,
@@ -331,7 +332,7 @@ def _log4j_ts(ts: float) -> str:
 
 
 def _write_logs(directory: Path, t0: float, seconds: int, hostile: bool) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
+    """``broker-{1,2,3}.log.gz`` as :meth:`KafkaCluster.capture_logs` saves them."""
     for broker in (1, 2, 3):
         lines = []
         for second in range(0, seconds, 2):
@@ -353,7 +354,7 @@ def _write_logs(directory: Path, t0: float, seconds: int, hostile: bool) -> None
             if hostile and broker == 2 and second == int(FAULT_AT):
                 ts = t0 + FAULT_AT + 1.0
                 lines.append(f"{_docker_ts(ts)} [{_log4j_ts(ts)}] WARN client said {HOSTILE}")
-        (directory / f"broker-{broker}.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_log(directory, f"broker-{broker}", ("\n".join(lines) + "\n").encode("utf-8"))
 
 
 def _write_scenario(path: Path, t0: float, seconds: int, hostile: bool, crashed: bool) -> None:

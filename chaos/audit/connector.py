@@ -14,9 +14,12 @@ from pathlib import Path
 from chaos.errors import ImageBuildFailed, JarFetchFailed
 from chaos.maven import copy_runtime_classpath
 from chaos.paths import cache_dir
-from chaos.progress import step
+from chaos.progress import console, step
+from chaos.run.locks import locked
 
 SCALA_BINARY_VERSION = "2.13"
+FETCH_LOCK_TIMEOUT_S = 1800.0
+"""How long a session waits for another one fetching the same jars (a cold Maven fetch takes minutes)."""
 _POM = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -74,6 +77,17 @@ def ensure_connector_jars(spark_version: str | None = None) -> list[Path]:
     if cached:
         return cached
     directory = jars_dir(version)
+    # Two cold sessions must not fetch into one staging directory: the second waits, then finds the jars.
+    with locked(
+        directory.with_name(directory.name + ".lock"),
+        FETCH_LOCK_TIMEOUT_S,
+        lambda holder: console.print(f"waiting for {holder}, which is fetching the Spark connector jars"),
+    ):
+        return connector_jars(version) or _fetch(version, directory)
+
+
+def _fetch(version: str, directory: Path) -> list[Path]:
+    """Fetch into ``<directory>.partial``, then rename it to ``directory`` (under the fetch lock)."""
     staging = directory.with_name(directory.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "maven").mkdir(parents=True)

@@ -27,8 +27,9 @@ from chaos.cluster.broker import CTL_PROXY_BASE, INT_PROXY_BASE, Broker
 from chaos.cluster.config import ClusterConfig, env_name
 from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
 from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.logs import write_log
 from chaos.cluster.ports import free_loopback_ports
-from chaos.cluster.reaper import Reaper
+from chaos.cluster.reaper import Reaper, reaper_name
 from chaos.cluster.single import READY_LOG, new_cluster_id
 from chaos.cluster.toxiproxy import API_PORT, ProxySpec, Toxiproxy
 from chaos.errors import ClusterError, ClusterStartTimeout
@@ -152,7 +153,9 @@ class KafkaCluster:
         The last resort of a toxic's heal: when a client closes its connection while a latency toxic holds
         data for it, Toxiproxy 2.12 can wedge that link so that removing the toxic never returns (Toxiproxy
         issue 558: the toxic blocks writing to a writer that has exited). Connections through the proxies
-        drop for about a second; clients and brokers reconnect to the same ports.
+        drop for about a second; clients and brokers reconnect to the same ports. It removes *every* toxic
+        and disabled proxy: call it through ``chaos.faults.toxics.restart_toxiproxy``, which records the
+        faults it healed that way (this package does not know about faults).
         """
         if self._toxiproxy_container is None or self._toxiproxy is None:
             raise ClusterError("the cluster is not started: call start() or use it as a context manager")
@@ -267,13 +270,13 @@ class KafkaCluster:
                         wrapped.unpause()
                     wrapped.remove(force=True, v=True)
         if self._reaper is not None:
-            reaper_name = f"chaos-{self.run_id}-reaper"
+            reaper = reaper_name(self.run_id)
             # sidecars and anything else of this run, except the reaper (it goes last)
             with contextlib.suppress(Exception):
                 for leftover in docker_client().containers.list(
                     all=True, filters={"label": f"{LABEL}={self.run_id}"}
                 ):
-                    if leftover.name != reaper_name:
+                    if leftover.name != reaper:
                         leftover.remove(force=True, v=True)
         if self._network is not None:
             with contextlib.suppress(Exception):
@@ -342,8 +345,8 @@ class KafkaCluster:
         return time.monotonic() - started
 
     def capture_logs(self, directory: Path) -> list[Path]:
-        """Write each broker's full log (and Toxiproxy's) to ``directory``; returns the files."""
-        directory.mkdir(parents=True, exist_ok=True)
+        """Write each broker's full log (and Toxiproxy's) to ``directory`` as ``<name>.log.gz``
+        (:mod:`chaos.cluster.logs` reads them back); returns the files."""
         written = []
         items: list[tuple[str, DockerContainer]] = [
             (f"broker-{b.node_id}", b.container) for b in self.brokers
@@ -351,13 +354,11 @@ class KafkaCluster:
         if self._toxiproxy_container is not None:
             items.append(("toxiproxy", self._toxiproxy_container))
         for stem, container in items:
-            path = directory / f"{stem}.log"
             try:
                 raw = container.get_wrapped_container().logs(timestamps=True)
             except Exception as exc:  # a removed container has no logs; say so in the file
                 raw = f"(logs unavailable: {exc})\n".encode()
-            path.write_bytes(raw)
-            written.append(path)
+            written.append(write_log(directory, stem, raw))
         return written
 
     # ---------------------------------------------------------------- introspection (see introspect.py)

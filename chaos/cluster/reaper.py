@@ -1,9 +1,12 @@
 """The run's reaper: a Ryuk-compatible container that removes the run's resources if this process dies.
 
-It is started first; the cluster connects, registers ``label=chaos-harness=<run id>`` and keeps the
-socket open for its lifetime. When every client has been gone for ``RYUK_RECONNECTION_TIMEOUT`` the
-reaper removes every container, network and volume with that label (itself included) and exits.
-``close()`` of a healthy run removes everything explicitly; the reaper covers kill -9 and crashes.
+It is started first with the run's label (``CHAOS_REAPER_LABEL=chaos-harness=<run id>``); the cluster
+connects, registers ``label=chaos-harness=<run id>`` and keeps the socket open for its lifetime. The reaper
+accepts that one filter from that one client only (anything else is answered ``ERR`` and closed). When that
+client has been gone for ``RYUK_RECONNECTION_TIMEOUT`` it removes the containers (with their anonymous
+volumes) and networks with that label, never a volume by label, and exits. ``close()`` of a healthy run
+removes everything explicitly; the reaper covers kill -9 and crashes. While it runs, the run is live:
+``chaos clean`` leaves it alone (:mod:`chaos.cluster.sweep`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,12 @@ if TYPE_CHECKING:
 
 REAPER_PORT = 8080
 STARTED_LOG = r" Started!"
+_ANSWER_LIMIT = 1024
+
+
+def reaper_name(run_id: str) -> str:
+    """The container name of ``run_id``'s reaper: running means the run is live."""
+    return f"chaos-{run_id}-reaper"
 
 
 def _docker_socket() -> str:
@@ -36,10 +45,15 @@ class Reaper:
     def __init__(self, image: str, run_id: str, host_port: int, reconnection_timeout: str = "10s") -> None:
         self.run_id = run_id
         self.host_port = host_port
+        self.label = f"{LABEL}={run_id}"
         # auto_remove: the reaper skips itself when it reaps, so it must vanish on its own when it exits
         self.container: DockerContainer = labelled(
-            image, run_id, f"chaos-{run_id}-reaper", auto_remove=True
-        ).with_envs(RYUK_RECONNECTION_TIMEOUT=reconnection_timeout, RYUK_PORT=str(REAPER_PORT))
+            image, run_id, reaper_name(run_id), auto_remove=True
+        ).with_envs(
+            CHAOS_REAPER_LABEL=self.label,
+            RYUK_RECONNECTION_TIMEOUT=reconnection_timeout,
+            RYUK_PORT=str(REAPER_PORT),
+        )
         self.container.with_volume_mapping(_docker_socket(), "/var/run/docker.sock", mode="rw")
         publish_on_loopback(self.container, REAPER_PORT, host_port)
         self._socket: socket.socket | None = None
@@ -58,19 +72,30 @@ class Reaper:
         while time.monotonic() < deadline:
             try:
                 sock = socket.create_connection(("127.0.0.1", self.host_port), timeout=5)
-                sock.sendall(f"label={LABEL}={self.run_id}\n".encode())
-                answer = sock.recv(16)
-                if answer.strip() == b"ACK":
-                    sock.settimeout(None)
-                    self._socket = sock
-                    return
-                sock.close()
-                last = ClusterError(f"reaper answered {answer!r} instead of ACK")
             except OSError as exc:
                 last = exc
-            time.sleep(0.2)
+                time.sleep(0.2)
+                continue
+            try:
+                sock.sendall(f"label={self.label}\n".encode())
+                answer = _read_line(sock)
+            except OSError as exc:
+                sock.close()
+                last = exc
+                time.sleep(0.2)
+                continue
+            if answer == "ACK":
+                sock.settimeout(None)
+                self._socket = sock
+                return
+            sock.close()
+            # The reaper registers one client, once: a retry would be refused too.
+            raise ClusterError(
+                f"the reaper refused to register label {self.label}: {answer}\n{log_tail(self.container)}\n"
+                f"  fix: retry the run (another process registered with this reaper first)"
+            )
         raise ClusterError(
-            f"could not register label {LABEL}={self.run_id} with the reaper on 127.0.0.1:{self.host_port}: "
+            f"could not register label {self.label} with the reaper on 127.0.0.1:{self.host_port}: "
             f"{last}\n{log_tail(self.container)}"
         )
 
@@ -82,3 +107,15 @@ class Reaper:
             self._socket = None
         with contextlib.suppress(Exception):
             self.container.get_wrapped_container().remove(force=True)
+
+
+def _read_line(sock: socket.socket) -> str:
+    """One answer line (``ACK`` or ``ERR ...``), without its newline; raise OSError when the reaper closes
+    the connection first."""
+    data = b""
+    while not data.endswith(b"\n") and len(data) < _ANSWER_LIMIT:
+        chunk = sock.recv(_ANSWER_LIMIT - len(data))
+        if not chunk:
+            raise ConnectionResetError(f"the reaper closed the connection after {data!r}")
+        data += chunk
+    return data.decode(errors="replace").strip()

@@ -8,10 +8,15 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
 from chaos.cluster.ports import free_loopback_ports
+from chaos.cluster.reaper import Reaper
 from chaos.errors import ClusterStartTimeout
+
+if TYPE_CHECKING:
+    from chaos.cluster.images.catalog import ImageSet
 
 READY_LOG = r"Kafka Server started"
 
@@ -40,13 +45,15 @@ def new_cluster_id() -> str:
 
 @contextmanager
 def single_broker(
-    kafka_image: str, run_id: str | None = None, start_timeout_s: float = 90
+    images: ImageSet, run_id: str | None = None, start_timeout_s: float = 90
 ) -> Iterator[SingleBroker]:
-    """Start one combined broker/controller on a fixed 127.0.0.1 port; always removed on exit."""
+    """Start one combined broker/controller on a fixed 127.0.0.1 port; always removed on exit, and by
+    its reaper if this process dies (the run is live for ``chaos clean`` while the reaper runs)."""
     run = run_id or f"smoke-{uuid.uuid4().hex[:8]}"
     name = f"chaos-{run}-kafka-1"
-    (port,) = free_loopback_ports(1)
-    container = labelled(kafka_image, run, name).with_envs(
+    port, reaper_port = free_loopback_ports(2)
+    reaper = Reaper(images.reaper, run, reaper_port)
+    container = labelled(images.kafka, run, name).with_envs(
         CLUSTER_ID=new_cluster_id(),
         KAFKA_NODE_ID="1",
         KAFKA_PROCESS_ROLES="broker,controller",
@@ -65,6 +72,7 @@ def single_broker(
     publish_on_loopback(container, 9092, port)
     started = time.monotonic()
     try:
+        reaper.start()
         try:
             container.start()
         except Exception as exc:
@@ -72,4 +80,8 @@ def single_broker(
         wait_for_log(container, READY_LOG, start_timeout_s)
         yield SingleBroker(f"127.0.0.1:{port}", name, time.monotonic() - started)
     finally:
-        container.stop()
+        try:
+            if container.get_wrapped_container() is not None:
+                container.stop()
+        finally:
+            reaper.close()

@@ -4,6 +4,12 @@ Every fault resolves its target (a broker id, or a role such as "leader of t-0")
 appends a :class:`FaultRecord` to a :class:`FaultLog`; heal replaces it with the healed record.
 A later history recorder consumes the log (``records()`` or ``subscribe()``); this package does not
 import the history package.
+
+A heal that raises leaves the fault active: its record carries the error and the number of attempts, the
+log keeps it in ``active()``, and the next ``heal()`` (``heal_all`` retries) tries again. ``healed_at`` is
+the time of the heal that succeeded, so a fault never healed shows as ``healed_at`` None with an error.
+Listeners hear ``inject`` and the successful ``heal`` only: a failed attempt is not a heal event (a
+history would otherwise end the fault's window while the fault still holds).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import abc
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -30,7 +37,11 @@ Param = int | float | str | bool | tuple[str, ...] | tuple[int, ...]
 class FaultRecord:
     """One fault: what, on whom (as asked and as resolved), with which parameters, from when to when.
 
-    Times are wall-clock epoch seconds; ``healed_at`` is None while the fault is active.
+    Times are wall-clock epoch seconds; ``healed_at`` is None while the fault is active (also after a heal
+    that failed). ``error``: why the inject failed and, while the fault is still active after a heal
+    attempt, why the last heal failed. ``heal_attempts`` counts the heals run (failed ones included);
+    ``notes`` says what else the fault wants known (its iptables chain, a failed attempt, "healed by a
+    Toxiproxy restart").
     """
 
     seq: int
@@ -41,6 +52,8 @@ class FaultRecord:
     injected_at: float
     healed_at: float | None = None
     error: str | None = None
+    heal_attempts: int = 0
+    notes: tuple[str, ...] = ()
 
 
 Listener = Callable[[str, FaultRecord], None]
@@ -86,9 +99,32 @@ class FaultLog:
         for listener in listeners:
             listener("heal", record)
 
+    def _heal_failed(self, record: FaultRecord) -> None:
+        """A heal attempt raised: the record says so, the fault stays active (no event: nothing healed)."""
+        with self._lock:
+            self._records[record.seq] = record
+
 
 DEFAULT_LOG = FaultLog()
 """Where faults record when no log is given."""
+
+_LIVE_LOCK = threading.Lock()
+_LIVE: weakref.WeakKeyDictionary[Any, dict[int, Fault]] = weakref.WeakKeyDictionary()
+
+
+def live_faults(cluster: KafkaCluster) -> list[Fault]:
+    """Every fault injected on ``cluster`` and not healed yet, whichever log records it (inject order)."""
+    with _LIVE_LOCK:
+        return list(_LIVE.get(cluster, {}).values())
+
+
+def _set_live(fault: Fault, live: bool) -> None:
+    with _LIVE_LOCK:
+        faults = _LIVE.setdefault(fault.cluster, {})
+        if live:
+            faults[id(fault)] = fault
+        else:
+            faults.pop(id(fault), None)
 
 
 class Fault(abc.ABC):
@@ -104,6 +140,8 @@ class Fault(abc.ABC):
         self.record: FaultRecord | None = None
         self._lock = threading.Lock()
         self._healed = False
+        self._inject_error: str | None = None
+        self._notes: list[str] = []
 
     def params(self) -> dict[str, Param]:
         """The fault's parameters, for its record (override to add some)."""
@@ -122,6 +160,10 @@ class Fault(abc.ABC):
     def active(self) -> bool:
         return self.record is not None and not self._healed
 
+    def note(self, text: str) -> None:
+        """Add a line to the fault's record (it appears with the next record update: a heal or an attempt)."""
+        self._notes.append(text)
+
     def inject(self) -> Fault:
         with self._lock:
             if self.record is not None:
@@ -138,33 +180,71 @@ class Fault(abc.ABC):
                 injected_at=time.time(),
             )
             self.record = self.log._injected(self, record)
+            _set_live(self, True)
             try:
                 self._inject()
             except BaseException as exc:
-                self._heal_locked(error=f"inject failed: {exc}")
+                self._inject_error = f"inject failed: {exc}"
+                self._heal_locked()
                 raise
         return self
 
     def heal(self) -> None:
-        """Undo the fault; a second call, or a call before inject, does nothing."""
+        """Undo the fault; a second call, or a call before inject, does nothing. A heal that raises
+        leaves the fault active (recorded with the error): call it again to retry."""
         with self._lock:
             self._heal_locked()
 
-    def _heal_locked(self, error: str | None = None) -> None:
+    def mark_healed(self, note: str) -> bool:
+        """Record the fault healed now without undoing anything: something else undid it (a Toxiproxy
+        restart). False when it is not active, or busy in its own inject/heal (which records it)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if not self.active:
+                return False
+            assert self.record is not None
+            self._notes.append(note)
+            self._healed_now(self.record.heal_attempts)
+            return True
+        finally:
+            self._lock.release()
+
+    def _heal_locked(self) -> None:
         if self.record is None or self._healed:
             return
+        attempt = self.record.heal_attempts + 1
         try:
             self._heal()
         except BaseException as exc:
-            error = f"{error + '; ' if error else ''}heal failed: {exc}"
+            first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self._notes.append(f"heal attempt {attempt} failed: {first_line}")
+            errors = [e for e in (self._inject_error, f"heal failed: {exc}") if e]
+            self.record = replace(
+                self.record, heal_attempts=attempt, error="; ".join(errors), notes=tuple(self._notes)
+            )
+            self.log._heal_failed(self.record)
+            if isinstance(exc, FaultError) or not isinstance(exc, Exception):
+                raise  # a FaultError names its fix already; Ctrl-C stays Ctrl-C
             raise FaultError(
                 f"could not heal {self.kind} on brokers {self.brokers}: {exc}\n"
-                f"  fix: heal_all(cluster) retries every heal; `chaos clean` removes the run"
+                f"  fix: the fault stays active; heal_all(cluster) retries every heal, "
+                f"`chaos clean --run-id {getattr(self.cluster, 'run_id', '<run id>')}` removes the run"
             ) from exc
-        finally:
-            self._healed = True
-            self.record = replace(self.record, healed_at=time.time(), error=error)
-            self.log._healed(self.record)
+        self._healed_now(attempt)
+
+    def _healed_now(self, attempts: int) -> None:
+        assert self.record is not None
+        self._healed = True
+        self.record = replace(
+            self.record,
+            healed_at=time.time(),
+            error=self._inject_error,
+            heal_attempts=attempts,
+            notes=tuple(self._notes),
+        )
+        _set_live(self, False)
+        self.log._healed(self.record)
 
     @property
     def target_text(self) -> str:

@@ -3,8 +3,20 @@
 A sidecar (the local JRE base image, which carries iptables) runs with
 ``network_mode=container:<broker>`` and NET_ADMIN, so its rules apply to the broker's own interfaces.
 Rules DROP (never REJECT): peers and clients see silence, not a reset — the seed's "network cut".
-Heal flushes the rules and removes the sidecar. A sidecar carries the run's label, so the reaper and
-``chaos clean`` remove it if the process dies.
+A sidecar carries the run's label, so the reaper and ``chaos clean`` remove it if the process dies.
+
+**One chain per fault.** Each fault owns a chain ``CHAOS-<8 hex>`` (:attr:`IptablesFault.chain`) in every
+broker namespace it cuts: the DROP rules live in the chain, and the fault adds only jumps to it from
+INPUT/OUTPUT. It installs with ``iptables`` or, when that fails, ``iptables-legacy`` (a partial install is
+undone first) and remembers which. Heal, per broker and with that same binary: list the rules (``-S``),
+delete exactly the jumps to its chain, flush and delete the chain — each command's exit code checked —
+then list again and raise :class:`~chaos.errors.FaultError` (naming the broker, the chain and the fix) if
+anything of the chain is left. It never flushes INPUT/OUTPUT, so two faults on one broker heal
+independently. The rules live in the broker's namespace, not in the sidecar: when the sidecar is gone
+(its sleep ended, or it was killed), heal starts a fresh one in the broker's namespace; when the broker
+itself is stopped or removed, its namespace — and the chain — went with it, and heal records that as a
+note instead of failing. A failed heal leaves the fault active (``chaos.faults.base``) and keeps the
+brokers not yet cleaned for the next attempt.
 
 Shapes:
 
@@ -25,8 +37,11 @@ Shapes:
 from __future__ import annotations
 
 import contextlib
+import itertools
+import shlex
 import uuid
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
 from chaos.cluster.cluster import ROLE_LABEL
 from chaos.cluster.engine import LABEL, docker_client
@@ -38,7 +53,13 @@ if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
 
 SIDECAR_ROLE = "netcut"
-SIDECAR_LIFETIME_S = 3600  # the sidecar's sleep; heal removes it much sooner
+SIDECAR_LIFETIME_S = 3600  # the sidecar's sleep; heal does not need it (it starts another if it is gone)
+CHAIN_PREFIX: Final = "CHAOS-"
+BACKENDS: Final = ("iptables", "iptables-legacy")
+GONE_STATES: Final = ("created", "exited", "dead", "removing")  # no network namespace any more
+
+Command = list[str]
+Jump = tuple[str, list[str]]  # (built-in chain, match arguments before ``-j <chain>``)
 
 
 def sidecar_image() -> str:
@@ -48,24 +69,76 @@ def sidecar_image() -> str:
     return ensure_local("jre-base")
 
 
-def _iptables(sidecar: Any, rules: list[str]) -> None:
-    script = " && ".join(f"iptables -w {rule}" for rule in rules)
-    for binary in ("iptables", "iptables-legacy"):
-        code, output = sidecar.exec_run(["sh", "-c", script.replace("iptables ", f"{binary} ")])
-        if code == 0:
-            return
-    raise FaultError(
-        f"iptables failed in sidecar {sidecar.name} (exit {code}): {output.decode(errors='replace')[-500:]}\n"
-        f"  fix: the sidecar needs NET_ADMIN and a kernel with netfilter; check `docker info`"
-    )
+@dataclass
+class _Cut:
+    """One fault's chain in one broker's namespace, the binary that installed it, the sidecar used."""
+
+    broker_id: int
+    chain: str
+    backend: str
+    sidecar: Any | None
 
 
-def start_sidecar(cluster: KafkaCluster, broker_id: int) -> Any:
+def _run(sidecar: Any, commands: list[Command]) -> tuple[int, str]:
+    """Run iptables commands in the sidecar, stopping at the first that fails; (exit code, output)."""
+    script = " && ".join(shlex.join(command) for command in commands)
+    code, output = sidecar.exec_run(["sh", "-c", script])
+    return int(code), output.decode(errors="replace") if isinstance(output, bytes) else str(output)
+
+
+def _install_commands(backend: str, chain: str, rules: list[Command], jumps: list[Jump]) -> list[Command]:
+    """Create the chain with its rules first, then the jumps: the cut starts when it is complete."""
+    commands = [[backend, "-w", "-N", chain]]
+    commands += [[backend, "-w", "-A", chain, *rule] for rule in rules]
+    commands += [[backend, "-w", "-I", builtin, "1", *match, "-j", chain] for builtin, match in jumps]
+    return commands
+
+
+def _mentions(line: str, chain: str) -> bool:
+    try:
+        return chain in shlex.split(line)
+    except ValueError:  # unbalanced quotes in a foreign rule's comment: fall back to a plain search
+        return chain in line.split()
+
+
+def _jumps_to(words: list[str], chain: str) -> bool:
+    return any(w in ("-j", "-g") and target == chain for w, target in itertools.pairwise(words))
+
+
+def _removal_commands(backend: str, chain: str, listing: str) -> list[Command]:
+    """From ``iptables -S``: delete each jump to ``chain`` (as listed), then flush and delete the chain."""
+    commands: list[Command] = []
+    has_chain = False
+    for line in listing.splitlines():
+        if not _mentions(line, chain):
+            continue
+        words = shlex.split(line)
+        if words[:2] == ["-N", chain]:
+            has_chain = True
+        elif words[0] == "-A" and words[1] != chain and _jumps_to(words, chain):  # from INPUT, OUTPUT
+            commands.append([backend, "-w", "-D", *words[1:]])
+    if has_chain:
+        commands += [[backend, "-w", "-F", chain], [backend, "-w", "-X", chain]]
+    return commands
+
+
+def _start_sidecar(cluster: KafkaCluster, broker_id: int, for_heal: bool = False) -> Any:
+    """A sidecar in ``broker_id``'s namespace. ``for_heal``: a paused broker will do, and a broker whose
+    namespace is gone (stopped, removed) gives None instead of an error."""
+    import docker.errors
+
     broker = cluster.broker(broker_id)
     wrapped = broker.docker
-    wrapped.reload()
-    if wrapped.status != "running":
-        raise FaultError(f"broker {broker_id} is {wrapped.status}; a network fault needs it running")
+    try:
+        wrapped.reload()
+        status = str(wrapped.status)
+    except docker.errors.NotFound:
+        status = "removed"
+    if for_heal and status in (*GONE_STATES, "removed"):
+        return None
+    if status != "running" and not (for_heal and status == "paused"):
+        doing = "heal the cut (retry when it has settled)" if for_heal else "inject a network fault"
+        raise FaultError(f"broker {broker_id} is {status}: cannot {doing}; it needs the broker running")
     return docker_client().containers.run(
         sidecar_image(),
         ["sleep", str(SIDECAR_LIFETIME_S)],
@@ -77,30 +150,77 @@ def start_sidecar(cluster: KafkaCluster, broker_id: int) -> Any:
     )
 
 
-def drop_outgoing(cluster: KafkaCluster, broker_id: int, ports: list[int]) -> Any:
-    """Start a sidecar in ``broker_id``'s namespace that DROPs its outgoing TCP packets to ``ports``;
-    returns the sidecar (heal with :func:`remove_sidecar`)."""
-    sidecar = start_sidecar(cluster, broker_id)
+def _usable(sidecar: Any) -> bool:
+    if sidecar is None:
+        return False
     try:
-        _iptables(sidecar, [f"-I OUTPUT 1 -p tcp --dport {port} -j DROP" for port in ports])
-    except FaultError:
-        remove_sidecar(sidecar)
-        raise
-    return sidecar
+        sidecar.reload()
+    except Exception:  # removed (docker.errors.NotFound) or the engine cannot say: start another
+        return False
+    return str(sidecar.status) == "running"
+
+
+def _fix(cluster: KafkaCluster, cut: _Cut) -> str:
+    name = cluster.broker(cut.broker_id).name
+    b = cut.backend
+    return (
+        f"  fix: heal_all(cluster) retries; by hand: docker run --rm --network container:{name} "
+        f"--cap-add NET_ADMIN <jre-base image> sh -c '{b} -S | grep {cut.chain}', delete those jumps "
+        f"(-D), then `{b} -F {cut.chain}; {b} -X {cut.chain}`; or remove the run: "
+        f"chaos clean --run-id {cluster.run_id}"
+    )
+
+
+def _remove_chain(cluster: KafkaCluster, cut: _Cut, *, backend_may_be_broken: bool = False) -> str | None:
+    """Remove ``cut``'s jumps and chain with its backend and verify nothing of it is left.
+
+    Returns a note when there was nothing to remove because the broker's namespace is gone; raises
+    FaultError naming the broker, chain and fix when a command fails or something is left.
+    ``backend_may_be_broken``: undoing a failed install, where a backend that cannot even list was not
+    able to install anything either.
+    """
+    if not _usable(cut.sidecar):
+        remove_sidecar(cut.sidecar)
+        cut.sidecar = _start_sidecar(cluster, cut.broker_id, for_heal=True)
+        if cut.sidecar is None:
+            return (
+                f"broker {cut.broker_id} is not running: its network namespace, and chain {cut.chain} "
+                f"with it, are gone (nothing to remove)"
+            )
+    where = f"iptables chain {cut.chain} in broker {cut.broker_id}'s namespace ({cut.backend})"
+    listing_command = [cut.backend, "-w", "-S"]
+    code, listing = _run(cut.sidecar, [listing_command])
+    if code != 0:
+        if backend_may_be_broken:
+            return None
+        raise FaultError(f"could not list {where} (exit {code}): {listing[-500:]}\n{_fix(cluster, cut)}")
+    removals = _removal_commands(cut.backend, cut.chain, listing)
+    if removals:
+        # removals print nothing when they succeed: the output is the listing that checks them
+        code, listing = _run(cut.sidecar, [*removals, listing_command])
+        if code != 0:
+            raise FaultError(
+                f"could not remove {where} (exit {code}): {listing[-500:]}\n{_fix(cluster, cut)}"
+            )
+        left = [line for line in listing.splitlines() if _mentions(line, cut.chain)]
+        if left:
+            raise FaultError(
+                f"{where} still there after its removal: {'; '.join(left)}\n{_fix(cluster, cut)}"
+            )
+    return None
 
 
 def remove_sidecar(sidecar: Any) -> None:
-    """Flush the rules (when the namespace still exists) and remove the sidecar."""
-    with contextlib.suppress(Exception):
-        sidecar.reload()
-        if sidecar.status == "running":
-            sidecar.exec_run(["sh", "-c", "iptables -w -F INPUT; iptables -w -F OUTPUT"])
+    """Remove a sidecar (its faults' rules are removed by their heal, not by this)."""
+    if sidecar is None:
+        return
     with contextlib.suppress(Exception):
         sidecar.remove(force=True)
 
 
 def remove_all_sidecars(cluster: KafkaCluster) -> list[str]:
-    """Heal every iptables fault of this run, whoever injected it."""
+    """Remove every iptables sidecar of this run; returns their names. The rules are the faults' to
+    remove (``heal_all`` heals every live fault first): a heal does not need its sidecar."""
     removed = []
     selector = [f"{LABEL}={cluster.run_id}", f"{ROLE_LABEL}={SIDECAR_ROLE}"]
     for sidecar in docker_client().containers.list(all=True, filters={"label": selector}):
@@ -109,27 +229,78 @@ def remove_all_sidecars(cluster: KafkaCluster) -> list[str]:
     return removed
 
 
-class NetworkCut(Fault):
+class IptablesFault(Fault):
+    """Base of the iptables faults: its own chain :attr:`chain` in each broker namespace it cuts."""
+
+    def __init__(self, cluster: KafkaCluster, target: Target, log: FaultLog | None = None) -> None:
+        super().__init__(cluster, target, log)
+        self.chain = f"{CHAIN_PREFIX}{uuid.uuid4().hex[:8]}"
+        self._cuts: list[_Cut] = []
+
+    def _cut(self, broker_id: int, rules: list[Command], jumps: list[Jump]) -> None:
+        """Install this fault's chain with ``rules`` in ``broker_id``'s namespace, jumped to by ``jumps``."""
+        cut = _Cut(broker_id, self.chain, BACKENDS[0], _start_sidecar(self.cluster, broker_id))
+        self._cuts.append(cut)  # from here on, heal cleans it up whatever happens
+        failures = []
+        for backend in BACKENDS:
+            cut.backend = backend
+            code, output = _run(cut.sidecar, _install_commands(backend, self.chain, rules, jumps))
+            if code == 0:
+                self.note(f"chain {self.chain} in broker {broker_id} ({backend})")
+                return
+            failures.append(f"{backend} (exit {code}): {output.strip()[-300:]}")
+            _remove_chain(self.cluster, cut, backend_may_be_broken=True)  # raises if it cannot undo
+            if cut.sidecar is None:  # the broker stopped meanwhile: nothing to cut any more
+                failures.append(f"broker {broker_id} stopped")
+                break
+        self._cuts.remove(cut)
+        remove_sidecar(cut.sidecar)
+        raise FaultError(
+            f"iptables failed in broker {broker_id}'s namespace with every backend: {'; '.join(failures)}\n"
+            f"  fix: the sidecar needs NET_ADMIN and a kernel with netfilter; check `docker info`"
+        )
+
+    def _heal(self) -> None:
+        errors: list[FaultError] = []
+        for cut in list(self._cuts):
+            try:
+                note = _remove_chain(self.cluster, cut)
+            except FaultError as exc:
+                errors.append(exc)
+                continue
+            except Exception as exc:  # the engine failed (a sidecar died meanwhile): the retry starts one
+                errors.append(
+                    FaultError(
+                        f"could not remove chain {cut.chain} from broker {cut.broker_id}: {exc!r}\n"
+                        f"{_fix(self.cluster, cut)}"
+                    )
+                )
+                continue
+            if note is not None:
+                self.note(note)
+            remove_sidecar(cut.sidecar)
+            self._cuts.remove(cut)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise FaultError("\n".join(str(e) for e in errors))
+
+
+class NetworkCut(IptablesFault):
     """Drop every packet to and from the broker except loopback (symmetric, silent)."""
 
     kind = "network_cut"
 
-    def __init__(self, cluster: KafkaCluster, target: Target, log: FaultLog | None = None) -> None:
-        super().__init__(cluster, target, log)
-        self._sidecars: list[Any] = []
-
     def _inject(self) -> None:
         (broker_id,) = self.brokers
-        sidecar = start_sidecar(self.cluster, broker_id)
-        self._sidecars.append(sidecar)
-        _iptables(sidecar, ["-I INPUT 1 ! -i lo -j DROP", "-I OUTPUT 1 ! -o lo -j DROP"])
-
-    def _heal(self) -> None:
-        while self._sidecars:
-            remove_sidecar(self._sidecars.pop())
+        self._cut(broker_id, [["-j", "DROP"]], [("INPUT", ["!", "-i", "lo"]), ("OUTPUT", ["!", "-o", "lo"])])
 
 
-class Partition(Fault):
+def _drop_ports(ports: list[int]) -> list[Command]:
+    return [["-p", "tcp", "--dport", str(port), "-j", "DROP"] for port in ports]
+
+
+class Partition(IptablesFault):
     """Split the brokers into ``groups`` on the replication and quorum paths (clients unaffected).
 
     Brokers not named in any group form one more group.
@@ -143,7 +314,6 @@ class Partition(Fault):
         super().__init__(cluster, 0, log)
         self.groups = groups
         self.resolved: list[tuple[int, ...]] = []
-        self._sidecars: list[Any] = []
 
     @property
     def target_text(self) -> str:
@@ -172,11 +342,7 @@ class Partition(Fault):
                 p for b in others for p in (self.cluster.broker(b).int_port, self.cluster.broker(b).ctl_port)
             ]
             for broker_id in group:
-                self._sidecars.append(drop_outgoing(self.cluster, broker_id, ports))
-
-    def _heal(self) -> None:
-        while self._sidecars:
-            remove_sidecar(self._sidecars.pop())
+                self._cut(broker_id, _drop_ports(ports), [("OUTPUT", [])])
 
 
 class IsolateFromQuorum(Partition):
@@ -189,13 +355,13 @@ class IsolateFromQuorum(Partition):
         self.target = target
 
 
-class ReplicationCut(Fault):
+class ReplicationCut(IptablesFault):
     """The follower cannot fetch from the leader; quorum and client paths stay open.
 
     In the follower's network namespace (a sidecar, as for :class:`NetworkCut`), DROP its outgoing TCP
     packets to the leader's replication proxy port (``int-<leader>``): its fetch requests go unanswered, it
     falls behind and leaves the leader's ISR after ``replica.lag.time.max.ms``, silently. Healed like every
-    iptables fault (sidecar flushed and removed; ``heal_all`` also removes it).
+    iptables fault (its own chain removed and verified gone; ``heal_all`` retries it).
     """
 
     kind = "replication_cut"
@@ -206,7 +372,6 @@ class ReplicationCut(Fault):
         super().__init__(cluster, follower, log)
         self.leader_target = leader
         self.leader: int | None = None
-        self._sidecars: list[Any] = []
 
     def resolve_brokers(self) -> tuple[int, ...]:
         self.leader = resolve(self.cluster, self.leader_target)
@@ -220,8 +385,4 @@ class ReplicationCut(Fault):
         (follower,) = self.brokers
         assert self.leader is not None
         port = self.cluster.broker(self.leader).int_port
-        self._sidecars.append(drop_outgoing(self.cluster, follower, [port]))
-
-    def _heal(self) -> None:
-        while self._sidecars:
-            remove_sidecar(self._sidecars.pop())
+        self._cut(follower, _drop_ports([port]), [("OUTPUT", [])])

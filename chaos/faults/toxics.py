@@ -4,14 +4,22 @@ Paths: ``ext`` (clients), ``int`` (replication towards the broker), ``ctl`` (quo
 broker). Directions: ``downstream`` (broker → caller, i.e. responses), ``upstream`` (caller →
 broker, requests) or ``both``. Toxics are applied with toxicity 1.0; any randomness is drawn by the
 harness (the plan), never by Toxiproxy, whose ``-seed`` does not reach toxics.
+
+When removing a toxic fails (a link wedged by Toxiproxy issue 558 blocks the removal), its heal restarts
+Toxiproxy (:func:`restart_toxiproxy`), which removes every toxic and enables every proxy of the cluster.
+The other Toxiproxy faults still active on the cluster are then *recorded healed at that moment* with the
+note "healed by a Toxiproxy restart", whichever log they record into — not re-applied: that is what
+happened to them, it needs no second round of calls to a server that just misbehaved, and a scenario
+that needs its toxic back injects a new fault. ``heal_all``'s ``POST /reset`` is recorded the same way
+(:func:`forget_proxy_faults`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from chaos.errors import FaultError, ToxiproxyError
-from chaos.faults.base import Fault, FaultLog, Param
+from chaos.faults.base import Fault, FaultLog, Param, live_faults
 from chaos.faults.targets import Target
 
 if TYPE_CHECKING:
@@ -21,6 +29,25 @@ if TYPE_CHECKING:
 Path = Literal["ext", "int", "ctl"]
 Direction = Literal["upstream", "downstream", "both"]
 ALL_PATHS: tuple[Path, ...] = ("ext", "int", "ctl")
+RESTART_NOTE: Final = "healed by a Toxiproxy restart"
+
+
+def forget_proxy_faults(cluster: KafkaCluster, note: str, cause: Fault | None = None) -> list[Fault]:
+    """Record every live Toxiproxy fault of ``cluster`` (but ``cause``) healed now with ``note``: a reset
+    or restart of Toxiproxy removed it. Returns those faults."""
+    return [
+        fault
+        for fault in live_faults(cluster)
+        if fault is not cause and isinstance(fault, Refuse | Toxic) and fault.mark_healed(note)
+    ]
+
+
+def restart_toxiproxy(cluster: KafkaCluster, cause: Fault | None = None) -> list[Fault]:
+    """Restart Toxiproxy (:meth:`KafkaCluster.reset_toxiproxy`) and record the Toxiproxy faults it healed
+    besides ``cause``; returns them."""
+    cluster.reset_toxiproxy()
+    note = RESTART_NOTE if cause is None else f"{RESTART_NOTE} (the heal of {cause!r} could not remove it)"
+    return forget_proxy_faults(cluster, note, cause)
 
 
 def _check_paths(paths: tuple[str, ...]) -> None:
@@ -114,10 +141,14 @@ class Toxic(Fault):
             proxy, name = self._applied[-1]
             try:
                 self.cluster.toxiproxy.remove_toxic(proxy, name)
-            except ToxiproxyError:
+            except ToxiproxyError as exc:
                 # A wedged link (Toxiproxy issue 558) never lets the removal return: start Toxiproxy afresh.
-                self.cluster.reset_toxiproxy()
+                others = restart_toxiproxy(self.cluster, cause=self)
                 self._applied.clear()
+                self.note(
+                    f"{RESTART_NOTE}: removing {name} from {proxy} failed ({str(exc).splitlines()[0]}); "
+                    f"the restart also healed {len(others)} other Toxiproxy fault(s)"
+                )
                 return
             self._applied.pop()
 

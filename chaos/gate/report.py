@@ -4,8 +4,9 @@
 Pure: built from per-case results (:class:`CaseResult`, each a list of :class:`Attempt`\\ s) by whoever ran
 the cases (:mod:`chaos.scenario.gaterun`). The gate's verdict and exit code:
 
-- **1 failed**: a case failed (an anomaly the claimed guarantee forbids, or a threshold exceeded), or one
-  was *flaky* (failed, then passed on a retry) and the run does not allow flaky cases;
+- **1 failed**: a case failed (an anomaly the claimed guarantee forbids, a threshold exceeded, or with
+  ``--baseline`` a measure that regressed against the previous gate run), or one was *flaky* (failed,
+  then passed on a retry) and the run does not allow flaky cases;
 - **2 harness error**: a case could not be run, or the run itself broke (never a verdict);
 - **3 inconclusive**: a case's verdict is ``unknown`` (a precondition did not hold, facts the audit could
   not establish), a threshold it could not measure, or a calibration run that did not show the fault;
@@ -23,12 +24,22 @@ import socket
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from chaos.errors import ChaosError
+from chaos.gate.baseline import (
+    MEASURES,
+    BaselineComparison,
+    CaseComparison,
+    CaseMeasures,
+    Measure,
+    compare,
+    regression_lines,
+)
+from chaos.gate.gatefile import Baseline
 from chaos.gate.redact import redact
 from chaos.gate.thresholds import Measured, Measurement
 from chaos.run.files import write_atomic
@@ -92,6 +103,8 @@ class Attempt:
     :param cut_short: the assertion (a wait that timed out, a workload check) that stopped the case's
         timeline before its end: what was audited may fail, but cannot pass (inconclusive).
     :param report: the run's HTML report, relative to the gate's output directory.
+    :param measures: every measure a baseline compares (:data:`~chaos.gate.baseline.MEASURES`), judged by
+        a threshold or not.
     """
 
     run_id: str
@@ -106,6 +119,7 @@ class Attempt:
     error: str | None = None
     seconds: float | None = None
     cut_short: str | None = None
+    measures: tuple[Measure, ...] = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in (None, "pass", "fail", "unknown"):
@@ -130,8 +144,9 @@ class Attempt:
         report: str | None = None,
         seconds: float | None = None,
         cut_short: str | None = None,
+        measures: Sequence[Measure] = (),
     ) -> Attempt:
-        """An attempt from a finished run's verdict, audit counts and measured thresholds."""
+        """An attempt from a finished run's verdict, audit counts, measured thresholds and measures."""
         return cls(
             run_id,
             verdict,
@@ -145,6 +160,7 @@ class Attempt:
             None,
             seconds,
             cut_short,
+            tuple(measures),
         )
 
     @property
@@ -184,10 +200,21 @@ class Attempt:
             "error": self.error,
             "seconds": self.seconds,
             "cut_short": self.cut_short,
+            "measures": {m.name: m.to_dict() for m in self.measures},
         }
+
+    def observed(self) -> tuple[Measure, ...]:
+        """The measures a baseline compares: those recorded, else (a gate.json written before measures
+        were) the thresholds' observed values."""
+        if self.measures:
+            return self.measures
+        return tuple(
+            Measure(t.name, t.observed, t.window, t.note) for t in self.thresholds if t.name in MEASURES
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Attempt:
+        measures = data.get("measures", {})
         return cls(
             str(data["run_id"]),
             data.get("verdict"),
@@ -201,6 +228,7 @@ class Attempt:
             data.get("error"),
             data.get("seconds"),
             data.get("cut_short"),
+            tuple(Measure.from_dict(n, measures[n]) for n in MEASURES if n in measures),
         )
 
 
@@ -235,6 +263,7 @@ class CaseResult:
     ``--calibrate``, its built-in variants' runs.
 
     :param timeline: the built-in variant whose fault and workload timeline the team's configuration ran.
+    :param baseline: with ``--baseline``, its last attempt's measures against the previous gate run's.
     """
 
     case: str
@@ -244,6 +273,7 @@ class CaseResult:
     attempts: tuple[Attempt, ...]
     calibration: tuple[Calibration, ...] = ()
     title: str = ""
+    baseline: CaseComparison | None = None
 
     @property
     def retries(self) -> int:
@@ -253,9 +283,12 @@ class CaseResult:
     def outcome(self) -> CaseOutcome:
         """``flaky``: failed, then passed on a retry. A failure anywhere is never hidden by a later error
         or inconclusive attempt. A pass whose calibration did not reach its expected verdicts is
-        ``unknown``: the fault did not show its teeth on this machine."""
+        ``unknown``: the fault did not show its teeth on this machine. A regression against the baseline
+        is a failure."""
         if not self.attempts:
             return "error"
+        if self.baseline is not None and self.baseline.regressed:
+            return "fail"
         failed = any(a.outcome == "fail" for a in self.attempts)
         last = self.attempts[-1].outcome
         if last == "pass":
@@ -286,7 +319,11 @@ class CaseResult:
             for c in self.calibration
             if not c.matched
         ]
-        return lines
+        return [*lines, *regression_lines(self.baseline)]
+
+    def measured(self) -> CaseMeasures:
+        """What a baseline compares of this case: its timeline and its last attempt's measures."""
+        return CaseMeasures(self.timeline, self.last.observed() if self.last else ())
 
     def message(self) -> str:
         """One paragraph for a JUnit failure or a PR comment: the outcome, the problems, the report."""
@@ -312,6 +349,8 @@ class CaseResult:
             "retries": self.retries,
             "flaky": self.outcome == "flaky",
             "report": last.report if last else None,
+            "measures": {m.name: m.to_dict() for m in self.measured().measures},
+            "baseline": self.baseline.to_dict() if self.baseline else None,
             "attempts": [a.to_dict() for a in self.attempts],
             "calibration": [c.to_dict() for c in self.calibration],
         }
@@ -337,6 +376,8 @@ class GateReport:
     :param errors: harness errors of the run itself (pytest interrupted, resources left behind, no case
         collected) — each makes the gate exit 2 unless a case failed.
     :param allow_flaky: a flaky case does not fail the gate (it is still reported as flaky).
+    :param baseline: with ``--baseline``, every case against the previous gate run (:meth:`against`);
+        each case's own comparison is attached to it, so a regression fails that case.
     """
 
     gate_file: str
@@ -350,6 +391,17 @@ class GateReport:
     calibrate: bool = False
     started_ts: float | None = None
     ended_ts: float | None = None
+    baseline: BaselineComparison | None = None
+
+    def __post_init__(self) -> None:
+        if self.baseline is not None:
+            cases = tuple(replace(c, baseline=self.baseline.case(c.case)) for c in self.cases)
+            object.__setattr__(self, "cases", cases)
+
+    def against(self, old: GateReport, source: str, rule: Baseline) -> GateReport:
+        """This report with every case compared with the same case of ``old`` (a previous gate run read
+        from ``source``) by ``rule``, the gate file's ``[baseline]``."""
+        return replace(self, baseline=compare_cases(old, self.cases, self.time_profile, source, rule))
 
     @property
     def verdict(self) -> GateVerdict:
@@ -383,9 +435,11 @@ class GateReport:
             if n
         ]
         cases = "; ".join(parts) if parts else "no case ran"
+        regressed = self.baseline.regressed if self.baseline else ()
         return (
             f"gate {word[self.verdict]} (exit {self.exit_code}): claims {self.guarantee}; "
             f"{len(self.cases)} case(s): {cases}"
+            + (f"; regressed against the baseline: {', '.join(regressed)}" if regressed else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -406,6 +460,7 @@ class GateReport:
             "cases": [c.to_dict() for c in self.cases],
             "started_ts": self.started_ts,
             "ended_ts": self.ended_ts,
+            "baseline": self.baseline.to_dict() if self.baseline else None,
         }
 
     def to_json(self) -> str:
@@ -431,6 +486,7 @@ class GateReport:
             bool(data.get("calibrate", False)),
             data.get("started_ts"),
             data.get("ended_ts"),
+            BaselineComparison.from_dict(data["baseline"]) if data.get("baseline") else None,
         )
 
     # ---- gate.md -------------------------------------------------------------------------------------
@@ -474,6 +530,7 @@ class GateReport:
                 f"- **{c.case}** ({c.outcome}): {_cell('; '.join(c.problems()) or '—')}" for c in trouble
             ]
             lines += [f"- harness: {_cell(e)}" for e in self.errors]
+        lines += self._baseline_markdown()
         if self.verdict == "pass" and lint and not lint.get("kept"):
             lines += [
                 "",
@@ -481,6 +538,38 @@ class GateReport:
                 "See `chaos gate --check-only` for the rules and the cases that do.",
             ]
         return "\n".join(lines) + "\n"
+
+    def _baseline_markdown(self) -> list[str]:
+        """The *Against the baseline* section: one row per measure of each case (or why not compared)."""
+        baseline = self.baseline
+        if baseline is None:
+            return []
+        regressed = baseline.regressed
+        result = (
+            f"**{len(regressed)} case(s) regressed** ({', '.join(regressed)})"
+            if regressed
+            else "no regression"
+        )
+        lines = [
+            "",
+            "### Against the baseline",
+            "",
+            f"`{baseline.source}`: a measure regresses when {baseline.rule()} than there. {result}.",
+            "",
+            "| case | measure | old | new | allowed | regressed |",
+            "|---|---|---|---|---|---|",
+        ]
+        for case in baseline.cases:
+            if not case.measures:
+                lines.append(f"| {case.case} | — | — | — | — | not compared: {_cell(case.note)} |")
+            for m in case.measures:
+                old, new, allowed = m.cells()
+                if m.compared:
+                    mark = "**yes**" if m.regressed else "no"
+                else:
+                    mark = f"not compared: {_cell(m.note)}"
+                lines.append(f"| {case.case} | {m.name} | {old} | {new} | {allowed} | {mark} |")
+        return lines
 
     # ---- JUnit ---------------------------------------------------------------------------------------
 
@@ -545,6 +634,21 @@ class GateReport:
         return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
+def compare_cases(
+    old: GateReport, cases: Sequence[CaseResult], time_profile: str, source: str, rule: Baseline
+) -> BaselineComparison:
+    """``cases`` (of a gate run in ``time_profile``) against the same cases of ``old``, read from
+    ``source``: the last attempt's measures of each."""
+    return compare(
+        {c.case: c.measured() for c in old.cases},
+        {c.case: c.measured() for c in cases},
+        rule,
+        source=source,
+        old_profile=old.time_profile,
+        new_profile=time_profile,
+    )
+
+
 def _cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
@@ -573,12 +677,37 @@ def write_gate(
 def read_gate(root: str | os.PathLike[str]) -> GateReport | None:
     """The ``gate.json`` in ``root``, or ``None`` when there is none."""
     path = gate_path(root)
-    if not path.is_file():
-        return None
+    return read_gate_file(path, fix="delete it or rerun the gate") if path.is_file() else None
+
+
+BASELINE_FIX: Final = (
+    "give the gate.json a `chaos gate` run wrote (in its --out directory, default reports/gate/)"
+)
+
+
+def read_gate_file(path: str | os.PathLike[str], fix: str = BASELINE_FIX) -> GateReport:
+    """The ``gate.json`` at ``path`` (by default a previous gate run's, for ``--baseline``). Raises
+    :class:`GateReportError` naming the file and ``fix`` when it is missing, unreadable, not JSON, or not a
+    gate.json this harness wrote."""
+    file = Path(path)
+    if not file.is_file():
+        problem = "is a directory" if file.is_dir() else "does not exist"
+        raise GateReportError(f"{file}: {problem}; {fix}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GateReportError(f"{file}: cannot be read ({exc}); {fix}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise GateReportError(f"{file}: not JSON ({exc}); {fix}") from None
+    if not isinstance(data, dict):
+        raise GateReportError(f"{file}: not a gate.json (a JSON {type(data).__name__}); {fix}")
+    try:
         return GateReport.from_dict(data)
-    except (ValueError, KeyError, TypeError) as exc:
+    except GateReportError as exc:
+        raise GateReportError(f"{file}: {exc}; {fix}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise GateReportError(
-            f"{path}: not a gate.json this harness wrote ({exc}); delete it or rerun the gate"
+            f"{file}: not a gate.json this harness wrote ({type(exc).__name__}: {exc}); {fix}"
         ) from None

@@ -1,10 +1,11 @@
 """Evidence for the page: expected symptoms looked up in the history and the broker logs, and broker log
 excerpts around each fault.
 
-Broker logs are the files ``<run_dir>/<log_dir>/*.log`` that :meth:`KafkaCluster.capture_logs` writes:
-each line starts with Docker's RFC 3339 UTC timestamp (``2026-11-25T21:57:17.801952109Z``), then the
-broker's own log4j line (``[2026-11-25 21:57:17,796] INFO …``). A line's time is the Docker timestamp, else
-the log4j one read as UTC; a line without either (a stack-trace line) takes the time of the line before.
+Broker logs are the files ``<run_dir>/<log_dir>/*.log.gz`` that :meth:`KafkaCluster.capture_logs` writes
+(``*.log`` from older runs; :mod:`chaos.cluster.logs` lists and reads both): each line starts with Docker's
+RFC 3339 UTC timestamp (``2026-11-25T21:57:17.801952109Z``), then the broker's own log4j line
+(``[2026-11-25 21:57:17,796] INFO …``). A line's time is the Docker timestamp, else the log4j one read as
+UTC; a line without either (a stack-trace line) takes the time of the line before.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Final
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
+from chaos.cluster.logs import read_log_lines
 from chaos.report.inputs import ExpectedSymptom
 from chaos.report.timeline import FaultSpan, rows
 
@@ -87,14 +89,6 @@ def parse_line(raw: str) -> tuple[float | None, str]:
     return None, raw
 
 
-def log_files(directory: Path) -> list[Path]:
-    """The ``*.log`` files of a log directory, brokers first."""
-    if not directory.is_dir():
-        return []
-    files = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix == ".log")
-    return sorted(files, key=lambda p: (not p.name.startswith("broker"), p.name))
-
-
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " …"
 
@@ -102,8 +96,8 @@ def _clip(text: str) -> str:
 def scan_logs(
     files: Sequence[Path], symptoms: Sequence[ExpectedSymptom], spans: Sequence[FaultSpan]
 ) -> tuple[list[SymptomMatch], list[Excerpt]]:
-    """One pass over each log file: matches of the ``broker_log`` symptoms, and excerpts of the lines within
-    ``EXCERPT_RADIUS_S`` of every fault inject and heal."""
+    """One pass over each log file (:func:`chaos.cluster.logs.log_files`): matches of the ``broker_log``
+    symptoms, and excerpts of the lines within ``EXCERPT_RADIUS_S`` of every fault inject and heal."""
     wanted = [s for s in symptoms if s.kind == "broker_log"]
     edges: list[tuple[str, str, float]] = []
     for span in spans:
@@ -117,28 +111,26 @@ def scan_logs(
     for path in files:
         picked: list[list[LogLine]] = [[] for _ in edges]
         last_ts: float | None = None
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            for lineno, raw in enumerate(handle, start=1):
-                raw = raw.rstrip("\n")
-                ts, text = parse_line(raw)
-                if ts is None:
-                    ts = last_ts
-                else:
-                    last_ts = ts
-                line: LogLine | None = None
-                for i, symptom in enumerate(wanted):
-                    if symptom.matches(text):
-                        counts[i] += 1
-                        line = line or LogLine(path.name, lineno, ts, _clip(text))
-                        found[i].append(line)
-                if ts is None:
-                    continue
-                for j, (_, _, at) in enumerate(edges):
-                    if abs(ts - at) <= EXCERPT_RADIUS_S:
-                        if len(picked[j]) < MAX_EXCERPT_LINES:
-                            picked[j].append(line or LogLine(path.name, lineno, ts, _clip(text)))
-                        else:
-                            extra[j] += 1
+        for lineno, raw in enumerate(read_log_lines(path), start=1):
+            ts, text = parse_line(raw)
+            if ts is None:
+                ts = last_ts
+            else:
+                last_ts = ts
+            line: LogLine | None = None
+            for i, symptom in enumerate(wanted):
+                if symptom.matches(text):
+                    counts[i] += 1
+                    line = line or LogLine(path.name, lineno, ts, _clip(text))
+                    found[i].append(line)
+            if ts is None:
+                continue
+            for j, (_, _, at) in enumerate(edges):
+                if abs(ts - at) <= EXCERPT_RADIUS_S:
+                    if len(picked[j]) < MAX_EXCERPT_LINES:
+                        picked[j].append(line or LogLine(path.name, lineno, ts, _clip(text)))
+                    else:
+                        extra[j] += 1
         for j, lines in enumerate(picked):
             merged[j] += lines
     excerpts = [

@@ -5,7 +5,8 @@ A page reads ``scenario.json`` (:class:`~chaos.report.inputs.ScenarioInfo`), the
 (:class:`~chaos.gate.policy.AuditResult`), ``evidence.json`` (:class:`~chaos.run.evidence.Evidence`) and the
 broker logs. Whatever is missing is said on the page; the page never computes anomalies itself. The verdict
 it shows is the run's (:func:`run_verdict`): the audit's, or ``unknown`` when a precondition of the case did
-not hold. Plotly's JavaScript is embedded once per page, so it opens from ``file://`` without any network.
+not hold. plotly.js is one file per report tree (:mod:`chaos.report.assets`) that each page loads by a
+relative path, so a page opens from ``file://`` without any network.
 """
 
 from __future__ import annotations
@@ -20,9 +21,16 @@ from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote
 
 from chaos.errors import ChaosError
+from chaos.report.assets import (
+    ASSETS_DIR,
+    asset_root,
+    ensure_plotly,
+    plotly_path,
+    plotly_version,
+    relative_url,
+)
 from chaos.report.inputs import (
     AUDIT_NAME,
     SCENARIO_NAME,
@@ -34,6 +42,7 @@ from chaos.report.inputs import (
     read_scenario,
 )
 from chaos.run.evidence import EVIDENCE_NAME, EvidenceError, read_evidence
+from chaos.run.files import write_atomic
 
 if TYPE_CHECKING:
     import jinja2
@@ -48,7 +57,7 @@ PAGE_NAME: Final = "report.html"
 SUMMARY_NAME: Final = "report.json"
 INDEX_NAME: Final = "index.html"
 MAX_RUN_DEPTH: Final = 5
-_SKIP_DIRS: Final = frozenset({"history", "logs", "__pycache__"})
+_SKIP_DIRS: Final = frozenset({"history", "logs", ASSETS_DIR, "__pycache__"})
 
 
 @dataclass(frozen=True)
@@ -154,23 +163,6 @@ def _environment() -> jinja2.Environment:
     env.filters["secs"] = format_seconds
     env.filters["num"] = format_number
     return env
-
-
-@cache
-def plotly_js() -> str:
-    """plotly.js (minified) from the installed ``plotly`` package, embedded once per page."""
-    from plotly.offline import get_plotlyjs  # type: ignore[import-untyped,unused-ignore]
-
-    source = str(get_plotlyjs())
-    if "</script" in source.lower():  # never true for plotly.min.js; guard the inline embedding anyway
-        raise ReportError("plotly.js contains '</script' and cannot be inlined")
-    return source
-
-
-def plotly_version() -> str:
-    from plotly.offline import get_plotlyjs_version  # type: ignore[import-untyped,unused-ignore]
-
-    return str(get_plotlyjs_version())
 
 
 def format_utc(ts: float | None) -> str:
@@ -389,11 +381,17 @@ def _summary(
     )
 
 
-def build_page(run_dir: str | os.PathLike[str], context: RunContext | None = None) -> tuple[str, RunSummary]:
-    """The HTML of one run's page and its summary (nothing written)."""
+def build_page(
+    run_dir: str | os.PathLike[str],
+    context: RunContext | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> tuple[str, RunSummary]:
+    """The HTML of one run's page and its summary (nothing written). The page loads plotly.js from the
+    report tree rooted at ``root`` (default: :func:`~chaos.report.assets.asset_root` of the run dir)."""
+    from chaos.cluster.logs import log_files
     from chaos.errors import HistoryError
     from chaos.history import RunDir, load_history
-    from chaos.report.evidence import history_symptoms, log_files, scan_logs
+    from chaos.report.evidence import history_symptoms, scan_logs
     from chaos.report.explain import ANOMALY_HINTS, explain
     from chaos.report.timeline import build_timeline, figures_json
 
@@ -503,7 +501,7 @@ def build_page(run_dir: str | os.PathLike[str], context: RunContext | None = Non
         "evidence": evidence,
         "other_checks": other_checks,
         "excerpts": excerpts,
-        "log_files": [p.name for p in logs],
+        "log_files": [(p.name, relative_url(p, path)) for p in logs],
         "log_dir": log_dir.name,
         "hints": hints,
         "generic_hints": generic,
@@ -517,7 +515,7 @@ def build_page(run_dir: str | os.PathLike[str], context: RunContext | None = Non
         ],
         "history": history,
         "context": context,
-        "plotly_js": plotly_js(),
+        "plotly_src": relative_url(plotly_path(Path(root) if root is not None else asset_root(path)), path),
         "plotly_version": plotly_version(),
         "generated": format_utc(time.time()),
     }
@@ -545,18 +543,23 @@ def _anomaly_rows(audit: AuditResult | None, explain: Any) -> list[dict[str, Any
 
 
 def _write(target: Path, text: str) -> int:
-    tmp = target.with_name(target.name + ".tmp")
-    data = text.encode("utf-8")
-    tmp.write_bytes(data)
-    tmp.replace(target)
-    return len(data)
+    write_atomic(target, text)
+    return len(text.encode("utf-8"))
 
 
-def render_run(run_dir: str | os.PathLike[str], context: RunContext | None = None) -> RenderedRun:
-    """Write ``<run_dir>/report.html`` (and ``report.json``, the summary the index reads)."""
+def render_run(
+    run_dir: str | os.PathLike[str],
+    context: RunContext | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> RenderedRun:
+    """Write ``<run_dir>/report.html`` (and ``report.json``, the summary the index reads), and plotly.js
+    under the report tree's ``root`` if it is not there yet (default root:
+    :func:`~chaos.report.assets.asset_root` of the run dir)."""
     started = time.perf_counter()
     path = Path(run_dir)
-    html, summary = build_page(path, context)
+    tree = Path(root) if root is not None else asset_root(path)
+    html, summary = build_page(path, context, tree)
+    ensure_plotly(tree)
     size = _write(path / PAGE_NAME, html)
     _write(path / SUMMARY_NAME, json.dumps(summary.to_dict(), indent=2, sort_keys=True) + "\n")
     return RenderedRun(path / PAGE_NAME, summary, size, time.perf_counter() - started)
@@ -628,7 +631,7 @@ def render_index(root: str | os.PathLike[str], runs: Iterable[Path] | None = Non
     for run in sorted(runs if runs is not None else find_runs(base)):
         summary = load_summary(run)
         rel = os.path.relpath(run, base)
-        link = "/".join(quote(part) for part in Path(rel).parts) + "/" + PAGE_NAME if summary.page else None
+        link = relative_url(run / PAGE_NAME, base) if summary.page else None
         entries.append({"summary": summary, "rel": rel, "link": link})
     counts = {v: sum(1 for e in entries if e["summary"].verdict == v) for v in ("pass", "fail", "unknown")}
     html = (
@@ -649,14 +652,16 @@ def render_index(root: str | os.PathLike[str], runs: Iterable[Path] | None = Non
 
 def render_tree(path: str | os.PathLike[str]) -> tuple[list[RenderedRun], Path | None]:
     """``chaos report PATH``: a run directory gets its page; any other directory gets a page for every run
-    under it and an index."""
+    under it and an index. The pages share the plotly.js of the report tree ``PATH`` is in
+    (:func:`~chaos.report.assets.asset_root`), else of ``PATH``."""
     base = Path(path)
     if not base.is_dir():
         raise ReportError(f"{base} is not a directory")
+    root = asset_root(base)
     if is_run_dir(base) and not any(r != base for r in find_runs(base, max_depth=2)):
-        return [render_run(base)], None
+        return [render_run(base, root=root)], None
     runs = find_runs(base)
-    rendered = [render_run(run) for run in runs]
+    rendered = [render_run(run, root=root) for run in runs]
     return rendered, render_index(base, runs)
 
 
@@ -664,8 +669,8 @@ def report_after_test(
     run_dir: str | os.PathLike[str], root: str | os.PathLike[str], context: RunContext
 ) -> tuple[list[RenderedRun], Path | None]:
     """For the pytest plugin, after a test: render every run at or below the test's ``run_dir`` that holds
-    a history, then the index of ``root``. Returns nothing to render (``[], None``) for a test that
-    recorded no history."""
+    a history (sharing the plotly.js of ``root``, the report tree's root), then the index of ``root``.
+    Returns nothing to render (``[], None``) for a test that recorded no history."""
     from chaos.history import RunDir
 
     runs = [r for r in find_runs(run_dir, max_depth=3) if RunDir.of(r).has_history()]
@@ -674,7 +679,7 @@ def report_after_test(
     rendered = []
     for run in runs:
         try:
-            rendered.append(render_run(run, context))
+            rendered.append(render_run(run, context, root))
         except (ChaosError, OSError) as exc:
             raise ReportError(f"report of {run} failed: {exc}") from exc
     return rendered, render_index(root)

@@ -11,8 +11,9 @@ under test (``pytest -m chaos --chaos-gate GATE_FILE``, and ``chaos gate GATE_FI
   judges it by the verdict and the thresholds only — an assertion of the body (written for the built-in
   variants) is recorded as evidence, never the verdict — and retries a failed or inconclusive run up to
   the gate file's ``retries`` (fail, then pass = *flaky*).
-- :class:`GateSession` holds the run's gate file, lint and results; :class:`GatePlugin` is its pytest
-  side (selection, calibration outcomes, ``gate.json`` / ``gate.md`` / JUnit at the session's end).
+- :class:`GateSession` holds the run's gate file, lint, results and (``--chaos-gate-baseline``) the
+  previous gate run each case is compared with; :class:`GatePlugin` is its pytest side (selection,
+  calibration outcomes, ``gate.json`` / ``gate.md`` / JUnit at the session's end).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 
 from chaos.errors import ChaosError
+from chaos.gate.baseline import describe_rule, observe
 from chaos.gate.cases import gate_cases
 from chaos.gate.gatefile import ClientSettings, GateFile, GateFileError, canonical, is_secret
 from chaos.gate.report import (
@@ -38,7 +40,10 @@ from chaos.gate.report import (
     Calibration,
     CaseResult,
     GateReport,
+    GateReportError,
+    compare_cases,
     gate_path,
+    read_gate_file,
     write_gate,
 )
 from chaos.gate.thresholds import measure
@@ -225,8 +230,7 @@ class GateCase:
                 break
             if attempts[-1].outcome not in ("fail", "unknown"):
                 break
-        result = self._result(variant.name, tuple(attempts))
-        session.record(result)
+        result = session.record(self._result(variant.name, tuple(attempts)))
         print(f"\n{self.scenario.case_id} gate: {result.message()} ({time.monotonic() - started:.0f} s)")
         if error is not None:
             raise error
@@ -282,6 +286,7 @@ class GateCase:
             report=self.session.relative(result.run_dir / "report.html"),
             seconds=time.monotonic() - started,
             cut_short=cut_short,
+            measures=observe(result.audit.facts, result.events),
         )
         if attempt.outcome in ("fail", "unknown") and self.session.gate.retries:
             # before a retry: the run healed its faults; the retry starts on a cluster with full ISRs
@@ -300,6 +305,7 @@ class GateSession:
     :param out: the output directory (the session's report directory): ``gate.json``, ``gate.md``, the
         run directories and the HTML index.
     :param junit: the JUnit XML path (default ``out/junit.xml``).
+    :param baseline: a previous gate run (``--chaos-gate-baseline``) and the path it was read from.
     """
 
     gate: GateFile
@@ -313,6 +319,7 @@ class GateSession:
     results: dict[str, CaseResult] = field(default_factory=dict)
     calibration: dict[str, list[Calibration]] = field(default_factory=dict)
     started_ts: float = field(default_factory=time.time)
+    baseline: tuple[Path, GateReport] | None = None
 
     @classmethod
     def load(
@@ -323,12 +330,15 @@ class GateSession:
         junit: Path | None,
         calibrate: bool,
         allow_flaky: bool,
+        baseline: Path | None = None,
     ) -> GateSession:
-        """Read and lint the gate file (raises :class:`~chaos.gate.gatefile.GateFileError`: bad input)."""
+        """Read and lint the gate file (raises :class:`~chaos.gate.gatefile.GateFileError`: bad input), and
+        read the baseline's gate.json (:class:`~chaos.gate.report.GateReportError`)."""
         from chaos.gate.gatefile import load_gate
         from chaos.gate.lint import lint_gate
 
         gate = load_gate(Path(path))
+        old = (baseline, read_gate_file(baseline)) if baseline is not None else None
         check, lint = lint_gate(gate)
         summary = {**lint.to_dict(), "librdkafka": check.librdkafka, "notes": list(check.notes)}
         return cls(
@@ -339,6 +349,7 @@ class GateSession:
             calibrate,
             allow_flaky,
             notes=config_notes(gate),
+            baseline=old,
         )
 
     def params(self, scenario: Scenario) -> list[object]:
@@ -354,8 +365,14 @@ class GateSession:
         self.selected = gate_cases(self.gate, catalog)
         return self.selected
 
-    def record(self, result: CaseResult) -> None:
+    def record(self, result: CaseResult) -> CaseResult:
+        """Keep a case's result; return it as the gate judges it (with the baseline: compared)."""
         self.results[result.case] = result
+        if self.baseline is None:
+            return result
+        path, old = self.baseline
+        comparison = compare_cases(old, (result,), self.gate.time_profile, str(path), self.gate.baseline)
+        return replace(result, baseline=comparison.case(result.case))
 
     def record_calibration(self, case: str, calibration: Calibration) -> None:
         self.calibration.setdefault(case, []).append(calibration)
@@ -390,7 +407,7 @@ class GateSession:
                 result = CaseResult(case, "", "", TIMELINE, (), title="not run")
             cases.append(replace(result, calibration=tuple(self.calibration.get(case, ()))))
         gate = self.gate
-        return GateReport(
+        report = GateReport(
             gate_file=str(gate.path) if gate.path else "gate",
             guarantee=gate.guarantee,
             time_profile=gate.time_profile,
@@ -403,6 +420,10 @@ class GateSession:
             started_ts=self.started_ts,
             ended_ts=time.time(),
         )
+        if self.baseline is None:
+            return report
+        path, old = self.baseline
+        return report.against(old, str(path), gate.baseline)
 
 
 def _scenario_of(item: pytest.Item) -> Scenario | None:
@@ -432,11 +453,18 @@ class GatePlugin:
         gate = self.session.gate
         lint = self.session.lint
         kept = "kept" if lint.get("kept") else "NOT kept (the cases run anyway)"
-        return [
+        lines = [
             f"chaos gate: {gate.path} claims {gate.guarantee}; lint: {kept}; time profile "
             f"{gate.time_profile}; retries {gate.retries}; output {self.session.out}",
             *(f"chaos gate: {note}" for note in self.session.notes),
         ]
+        if self.session.baseline is not None:
+            path, old = self.session.baseline
+            lines.append(
+                f"chaos gate: against the baseline {path} ({len(old.cases)} case(s), {old.verdict}): a "
+                f"measure regresses when {describe_rule(gate.baseline)} than there"
+            )
+        return lines
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """Keep only the scenario tests of the selected cases."""
@@ -544,14 +572,18 @@ def stale_outputs(out: Path) -> tuple[Path, ...]:
 
 def configure_gate(config: pytest.Config, render_index: Callable[[Path], object] | None = None) -> None:
     """Under ``--chaos-gate GATE_FILE``: read and lint the gate file (bad input is a usage error, before
-    anything starts), make its time profile the session's, default the report directory to
-    ``reports/gate/``, remove a previous gate's files there, and register the :class:`GatePlugin`."""
+    anything starts) and the baseline's gate.json (``--chaos-gate-baseline``: read now, so a previous gate's
+    files in the output directory may be it), make its time profile the session's, default the report
+    directory to ``reports/gate/``, remove a previous gate's files there, and register the
+    :class:`GatePlugin`."""
     from chaos.paths import reports_dir
 
     path = config.getoption("--chaos-gate", None)
+    baseline = config.getoption("--chaos-gate-baseline", None)
     if not path:
-        if config.getoption("--chaos-calibrate", False):
-            raise pytest.UsageError("chaos: --chaos-calibrate runs beside a gate: add --chaos-gate GATE_FILE")
+        for option in ("--chaos-calibrate", "--chaos-gate-baseline"):
+            if config.getoption(option, None):
+                raise pytest.UsageError(f"chaos: {option} runs with a gate: add --chaos-gate GATE_FILE")
         return
     option = config.getoption("--chaos-report-dir", None)
     if option is None and not os.environ.get("CHAOS_REPORT_DIR"):
@@ -565,9 +597,12 @@ def configure_gate(config: pytest.Config, render_index: Callable[[Path], object]
             junit=Path(junit).expanduser().absolute() if junit else None,
             calibrate=bool(config.getoption("--chaos-calibrate", False)),
             allow_flaky=bool(config.getoption("--chaos-gate-allow-flaky", False)),
+            baseline=Path(baseline).expanduser().absolute() if baseline else None,
         )
     except GateFileError as exc:
         raise pytest.UsageError(f"chaos gate: {path}: the gate file cannot be used:\n{exc}") from None
+    except GateReportError as exc:
+        raise pytest.UsageError(f"chaos: --chaos-gate-baseline {baseline}: {exc}") from None
     config.option.chaos_profile = session.gate.time_profile
     for stale in stale_outputs(out):
         stale.unlink()

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from chaos.cluster import questions
 from chaos.faults.base import Fault, FaultLog, FaultRecord
+from chaos.faults.heal import heal_faults, not_healed
 from chaos.faults.nemesis import Nemesis
 from chaos.faults.plan import Plan, generate_plan
 from chaos.history import ClientLog, Event, Recorder
@@ -140,10 +141,18 @@ class ScenarioRun(RunWorkers):
     ) -> None:
         if self._finished:
             return
-        self._teardown()
-        self._close_history()
-        error = "".join(traceback.format_exception_only(exc)).strip()[-2000:] if exc is not None else None
-        self._update(ended_ts=time.time(), outcome="error" if exc is not None else None, error=error)
+        failed: Exception | None = None
+        try:
+            self._teardown()
+        except Exception as teardown_error:  # a fault not healed: the run is an error, whatever it was
+            failed = teardown_error
+        finally:
+            self._close_history()
+        cause = exc if exc is not None else failed
+        error = "".join(traceback.format_exception_only(cause)).strip()[-2000:] if cause is not None else None
+        self._update(ended_ts=time.time(), outcome="error" if cause is not None else None, error=error)
+        if failed is not None and exc is None:
+            raise failed
 
     def finish(
         self,
@@ -193,14 +202,13 @@ class ScenarioRun(RunWorkers):
                 errors.append(f"nemesis heal: {exc!r}")
             errors += nemesis.errors
         errors += self.stop_workers()
-        for fault in self.faults.active():
-            try:
-                fault.heal()
-            except Exception as exc:
-                errors.append(repr(exc))
+        _, stuck = heal_faults(self.faults.active())
+        errors += [f"{f!r}: {f.record.error if f.record else '?'}" for f in stuck]
         if errors:
             with contextlib.suppress(Exception):
                 self.note("teardown errors: " + "; ".join(errors)[:1000])
+        if stuck:  # never audit (or pass) a run whose cluster is still cut
+            raise not_healed(stuck, self.run_id)
 
     def _close_history(self) -> None:
         if self._history is not None:

@@ -1,7 +1,8 @@
 """Report pages in a real browser: Debian's headless Chromium loads the index and a scenario page from
 file://, driven over the DevTools protocol (websocket-client). No console errors, every chart drawn by
-Plotly, hostile strings inert (no dialog, no extra script element, shown as text); screenshots of both pages
-are saved under reports/."""
+Plotly loaded from the report tree's one copy (``<root>/assets/``), hostile strings inert (no dialog, no
+extra script element, shown as text); a page copied without the tree says its charts are not drawn;
+screenshots of both pages are saved under reports/."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 
 from chaos.paths import reports_dir
 from chaos.report import render_index, render_run
+from chaos.report.assets import plotly_path, plotly_version
 from tests.report_sample import HOSTILE, write_sample_run
 
 pytestmark = [pytest.mark.integration]
@@ -163,7 +165,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_sample_run(base / "runs" / "pb1-hostile", hostile=True)
     write_sample_run(base / "runs" / "pb1-crashed", crashed=True)
     for run in ("pb1-hostile", "pb1-crashed"):
-        render_run(base / "runs" / run)
+        render_run(base / "runs" / run, root=base)
     render_index(base)
     return base
 
@@ -187,6 +189,12 @@ def test_scenario_page_renders_every_chart_without_console_errors(page: Page, ro
     assert all(count > 0 for count in drawn.values()), drawn
     assert page.evaluate("document.body.getAttribute('data-charts-rendered')") == str(len(CHART_IDS))
     assert page.errors == []
+
+    # drawn by the tree's one plotly.js, loaded through a relative path
+    assert page.evaluate("document.querySelector('script[src]').getAttribute('src')").startswith("../../")
+    assert page.evaluate("document.querySelector('script[src]').src") == plotly_path(root).as_uri()
+    assert page.evaluate("window.Plotly.version") == plotly_version()
+    assert page.evaluate("document.getElementById('charts-missing').hidden") is True
 
     # the hostile strings did nothing and read as text, in the HTML and inside the charts
     assert page.dialogs == []
@@ -216,3 +224,20 @@ def test_index_and_crashed_run_render(page: Page, root: Path) -> None:
     assert "This report is incomplete" in page.evaluate("document.body.innerText")
     assert page.errors == []
     page.screenshot(screenshot_dir() / "scenario-page-crashed.png")
+
+
+def test_a_page_copied_without_its_tree_says_the_charts_are_not_drawn(
+    page: Page, root: Path, tmp_path: Path
+) -> None:
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(root / "runs" / "pb1-hostile" / "report.html", alone / "report.html")
+    page.errors.clear()
+    page.open((alone / "report.html").as_uri(), "document.body.getAttribute('data-charts-rendered') !== null")
+    assert page.evaluate("document.body.getAttribute('data-charts-error')") == "plotly.js did not load"
+    assert page.evaluate("document.body.getAttribute('data-charts-rendered')") == "0"
+    notice = page.evaluate("document.getElementById('charts-missing').innerText")
+    assert page.evaluate("document.getElementById('charts-missing').offsetHeight") > 0  # visible
+    assert "plotly.js did not load" in notice
+    assert page.evaluate("document.querySelectorAll('svg.main-svg').length") == 0
+    assert any("plotly.js did not load" in error for error in page.errors), page.errors

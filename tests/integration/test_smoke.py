@@ -19,7 +19,7 @@ PARTITIONS = 3
 
 @pytest.fixture(scope="module")
 def broker(chaos_images: ImageSet) -> Iterator[SingleBroker]:
-    with single_broker(chaos_images.kafka) as running:
+    with single_broker(chaos_images) as running:
         yield running
 
 

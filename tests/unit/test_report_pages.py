@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from chaos.report import find_runs, render_index, render_run, render_tree
-from chaos.report.render import build_page, load_summary, plotly_js, run_verdict
+from chaos.report.assets import plotly_js, plotly_path
+from chaos.report.render import build_page, load_summary, run_verdict
 from chaos.run.evidence import Check, Evidence
 from tests.report_sample import HOSTILE, sample_evidence, write_sample_run
 
@@ -124,7 +125,7 @@ def test_symptoms_marked_observed_or_not_with_first_time_and_lines(plain_html: s
     shrink = next(v for k, v in rows.items() if k.startswith("Shrinking ISR"))
     assert "observed" in shrink
     assert "t+26.200 s" in shrink
-    assert "broker-1.log:" in shrink
+    assert "broker-1.log.gz:" in shrink
     assert "Shrinking ISR from 1,2,3 to 1,3" in shrink
     elect = next(v for k, v in rows.items() if k.startswith("Failed to elect leader"))
     assert "not observed" in elect
@@ -145,7 +146,7 @@ def test_remediation_log_excerpts_and_reproduce_command(plain_html: str) -> None
     logs = plain_html[plain_html.index('id="logs"') : plain_html.index('id="reproduce"')]
     assert "network_cut broker-2 — inject at t+20.000 s" in logs
     assert "network_cut broker-2 — heal at t+32.000 s" in logs
-    assert "broker-3.log  [2026-01-15 12:00:24,250] INFO [BrokerServer id=3]" in logs
+    assert "broker-3.log.gz  [2026-01-15 12:00:24,250] INFO [BrokerServer id=3]" in logs
     assert "t+16.250 s" in logs
     assert "t+14.250 s" not in logs
     assert (
@@ -153,12 +154,14 @@ def test_remediation_log_excerpts_and_reproduce_command(plain_html: str) -> None
     ) in plain_html.replace("&#39;", "'")
 
 
-def test_page_is_self_contained_with_plotly_inlined_once(plain_html: str) -> None:
+def test_page_loads_plotly_from_the_trees_copy_and_nothing_from_the_network(
+    runs: Path, plain_html: str
+) -> None:
     parser = _Scripts()
     parser.feed(plain_html)
-    assert [s.get("src") for s in parser.scripts] == [None, None, None]
-    assert plain_html.count(plotly_js()) == 1
-    assert not re.search(r"""(src|href)=["']?(https?:)?//""", plain_html.replace(plotly_js(), ""))
+    assert [s.get("src") for s in parser.scripts] == [None, plotly_path(Path(".")).as_posix(), None]
+    assert plotly_path(runs / "plain").read_text(encoding="utf-8") == plotly_js()
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", plain_html)
     figures = json.loads(parser.data["chaos-figures"])
     assert set(figures) == {
         "chart-produce",
@@ -177,7 +180,7 @@ def test_page_is_self_contained_with_plotly_inlined_once(plain_html: str) -> Non
 def test_hostile_strings_render_as_text_everywhere(runs: Path) -> None:
     html = render_run(runs / "hostile").page.read_text(encoding="utf-8")
     assert HOSTILE not in html
-    assert "<script>alert" not in html.replace(plotly_js(), "")
+    assert "<script>alert" not in html
     parser = _Scripts()
     parser.feed(html)
     assert len(parser.scripts) == 3  # nothing the run wrote opened a script element

@@ -13,7 +13,7 @@ import pytest
 import chaos.faults.nemesis
 from chaos.cluster.cluster import KafkaCluster
 from chaos.cluster.images.catalog import ImageSet
-from chaos.errors import ConfigError
+from chaos.errors import ConfigError, FaultError
 from chaos.faults.base import Fault, FaultLog, FaultRecord
 from chaos.faults.plan import FaultStep, Plan, generate_plan
 from chaos.history import ClientLog, FaultEvent, read_events
@@ -133,6 +133,31 @@ def test_a_run_that_raises_keeps_its_history_and_the_error(tmp_path: Path) -> No
     assert info.error == "RuntimeError: boom"
     assert (run.dir / "history" / "events.parquet").exists()
     assert [e.message for e in read_events(run.dir)] == ["before the failure"]  # type: ignore[attr-defined]
+
+
+class Stuck(Marker):
+    """A fault whose heal always fails (a cut that cannot be removed)."""
+
+    kind = "stuck"
+
+    def _heal(self) -> None:
+        raise RuntimeError("iptables -D failed")
+
+
+def test_a_fault_still_cut_after_its_retries_makes_the_run_an_error(tmp_path: Path) -> None:
+    run = ScenarioRun(SCENARIO, "vulnerable", cluster(), tmp_path)
+    with pytest.raises(FaultError, match=r"1 fault\(s\) of run .* still not healed") as raised, run:
+        run.fault(Stuck, 2).inject()
+    assert "iptables -D failed" in str(raised.value)
+    info = read_scenario(run.dir)
+    assert info is not None
+    assert info.ended_ts is not None
+    assert info.outcome == "error"
+    assert info.error is not None
+    assert "still not healed" in info.error
+    (record,) = run.faults.records()
+    assert (record.healed_at, record.heal_attempts) == (None, 3)
+    assert (run.dir / "history" / "events.parquet").exists()
 
 
 def test_a_run_must_be_open_and_waits_are_bounded(tmp_path: Path) -> None:

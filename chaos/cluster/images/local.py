@@ -28,10 +28,13 @@ from chaos.cluster.images.catalog import Role
 from chaos.errors import ImageBuildFailed, ToolMissing
 from chaos.maven import copy_runtime_classpath
 from chaos.paths import cache_dir
-from chaos.progress import follow, run_logged, step
+from chaos.progress import console, follow, run_logged, step
+from chaos.run.locks import locked
 
 CONTEXT_DIR = Path(__file__).parent / "context"
 HASH_LABEL = "chaos-harness.build-hash"
+BUILD_LOCK_TIMEOUT_S = 3600.0
+"""How long a session waits for another one building the same image (a cold JRE base takes minutes)."""
 # Bump when the base recipe below changes in a way the versions do not show.
 _BASE_RECIPE_REVISION = "1"
 _JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
@@ -134,8 +137,16 @@ def ensure_local(name: str, *, force: bool = False) -> str:
     for dependency in image.depends_on:
         ensure_local(dependency, force=False)
     if force or image.state() != "current":
-        with step(f"building {image.tag}"):
-            image.builder(image)
+        # One build of an image at a time on this machine: they share its build dir and logs. A session that
+        # waited finds the other's build current and is done.
+        with locked(
+            cache_dir() / "build" / f"{image.name}.lock",
+            BUILD_LOCK_TIMEOUT_S,
+            lambda holder: console.print(f"waiting for {holder}, which is building {image.tag}"),
+        ):
+            if force or image.state() != "current":
+                with step(f"building {image.tag}"):
+                    image.builder(image)
     return image.tag
 
 

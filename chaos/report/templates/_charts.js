@@ -4,6 +4,15 @@
   var figures = JSON.parse(holder.textContent || "{}");
   var config = {responsive: true, displaylogo: false, modeBarButtonsToRemove: ["toImage", "sendDataToCloud"]};
   var drawn = [];
+  if (typeof Plotly === "undefined" && Object.keys(figures).length > 0) {
+    // the tree's assets/ copy is missing (a page copied alone): say so on the page, not only in the console
+    var notice = document.getElementById("charts-missing");
+    if (notice) { notice.hidden = false; }
+    document.body.setAttribute("data-charts-error", "plotly.js did not load");
+    document.body.setAttribute("data-charts-rendered", "0");
+    console.error("chaos report: plotly.js did not load; the charts are not drawn");
+    return;
+  }
   Object.keys(figures).forEach(function (id) {
     var el = document.getElementById(id);
     if (!el) { return; }

@@ -58,8 +58,10 @@ func newDockerClient(socket, selfID string, logger *log.Logger) *dockerClient {
 	}
 }
 
-// reap removes containers first, then networks and volumes, since the latter
-// cannot be removed while containers still use them.
+// reap removes containers first (with their anonymous volumes), then networks,
+// which cannot be removed while containers still use them. Volumes are never
+// listed or removed by label: a label filter must not reach data that outlives
+// the run's containers.
 func (d *dockerClient) reap(ctx context.Context, sets []filterSet) error {
 	var errs []error
 	counts := make(map[string]int)
@@ -68,8 +70,7 @@ func (d *dockerClient) reap(ctx context.Context, sets []filterSet) error {
 		counts[kind.noun] = n
 		errs = append(errs, err)
 	}
-	d.log.Printf("removed %d containers, %d networks, %d volumes",
-		counts["container"], counts["network"], counts["volume"])
+	d.log.Printf("removed %d containers, %d networks", counts["container"], counts["network"])
 	return errors.Join(errs...)
 }
 
@@ -77,7 +78,6 @@ func (d *dockerClient) kinds() []resourceKind {
 	return []resourceKind{
 		{noun: "container", list: d.listContainers, remove: d.removeContainer},
 		{noun: "network", list: d.listNetworks, remove: d.withRetry(d.removeNetwork)},
-		{noun: "volume", list: d.listVolumes, remove: d.withRetry(d.removeVolume)},
 	}
 }
 
@@ -146,32 +146,14 @@ func (d *dockerClient) listNetworks(ctx context.Context, set filterSet) ([]resou
 	return out, nil
 }
 
-func (d *dockerClient) listVolumes(ctx context.Context, set filterSet) ([]resource, error) {
-	var body struct {
-		Volumes []struct {
-			Name string `json:"Name"`
-		} `json:"Volumes"`
-	}
-	if err := d.getJSON(ctx, "/volumes", set, url.Values{}, &body); err != nil {
-		return nil, err
-	}
-	out := make([]resource, 0, len(body.Volumes))
-	for _, v := range body.Volumes {
-		out = append(out, resource{id: v.Name, name: v.Name})
-	}
-	return out, nil
-}
-
+// removeContainer force-removes a container and its anonymous volumes (v=1);
+// named volumes it mounts are left alone by Docker.
 func (d *dockerClient) removeContainer(ctx context.Context, r resource) (bool, error) {
 	return d.delete(ctx, "/containers/"+url.PathEscape(r.id), url.Values{"force": {"1"}, "v": {"1"}})
 }
 
 func (d *dockerClient) removeNetwork(ctx context.Context, r resource) (bool, error) {
 	return d.delete(ctx, "/networks/"+url.PathEscape(r.id), nil)
-}
-
-func (d *dockerClient) removeVolume(ctx context.Context, r resource) (bool, error) {
-	return d.delete(ctx, "/volumes/"+url.PathEscape(r.id), nil)
 }
 
 // isSelf reports whether id is the reaper's own container. Docker sets

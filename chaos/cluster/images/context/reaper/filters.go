@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // filterSet is the sorted, deduplicated list of "key=value" (or "key") label
@@ -39,39 +38,20 @@ func parseFilterLine(line string) (filterSet, error) {
 	return slices.Compact(set), nil
 }
 
-func (f filterSet) key() string {
-	return strings.Join(f, "\x00")
-}
-
 func (f filterSet) String() string {
 	return strings.Join(f, "&")
 }
 
-// filterStore remembers registered filter sets in arrival order.
-type filterStore struct {
-	mu   sync.Mutex
-	seen map[string]bool
-	sets []filterSet
-}
-
-func newFilterStore() *filterStore {
-	return &filterStore{seen: make(map[string]bool)}
-}
-
-// add records set and reports whether it was new.
-func (s *filterStore) add(set filterSet) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seen[set.key()] {
-		return false
+// checkRunLabel checks the run's label given at start ("key=value"): the only
+// filter the reaper accepts. A value is required, since a bare key would
+// match every run's resources.
+func checkRunLabel(label string) error {
+	key, value, ok := strings.Cut(label, "=")
+	if !ok || key == "" || value == "" {
+		return fmt.Errorf("%q is not a key=value label", label)
 	}
-	s.seen[set.key()] = true
-	s.sets = append(s.sets, set)
-	return true
-}
-
-func (s *filterStore) snapshot() []filterSet {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.sets)
+	if strings.ContainsAny(label, "\x00\r\n") {
+		return fmt.Errorf("%q holds a control character", label)
+	}
+	return nil
 }

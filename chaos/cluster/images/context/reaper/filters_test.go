@@ -50,22 +50,19 @@ func TestParseFilterLineRejectsMalformed(t *testing.T) {
 	}
 }
 
-func TestFilterStoreDeduplicates(t *testing.T) {
-	store := newFilterStore()
-	a, _ := parseFilterLine("label=a=1&label=b=2")
-	b, _ := parseFilterLine("label=b=2&label=a=1")
-	c, _ := parseFilterLine("label=c=3")
-
-	if !store.add(a) {
-		t.Error("first add reported duplicate")
+func TestCheckRunLabel(t *testing.T) {
+	if err := checkRunLabel("chaos-harness=c0123456789"); err != nil {
+		t.Errorf("a run label was refused: %v", err)
 	}
-	if store.add(b) {
-		t.Error("same set in another order was not deduplicated")
-	}
-	if !store.add(c) {
-		t.Error("distinct set reported duplicate")
-	}
-	if got := store.snapshot(); len(got) != 2 {
-		t.Errorf("snapshot has %d sets, want 2: %q", len(got), got)
+	for _, label := range []string{
+		"",
+		"chaos-harness",  // a bare key matches every run
+		"chaos-harness=", // so does an empty value
+		"=c0123",
+		"a=b\nlabel=c",
+	} {
+		if err := checkRunLabel(label); err == nil {
+			t.Errorf("checkRunLabel(%q) succeeded, want error", label)
+		}
 	}
 }

@@ -1,6 +1,9 @@
-// Command reaper is a Ryuk-compatible resource reaper: clients register
-// Docker label filters over TCP, and once every client has gone away the
-// matching containers, networks and volumes are removed.
+// Command reaper is a Ryuk-compatible resource reaper for one run: it is
+// started with the run's label (CHAOS_REAPER_LABEL=key=value), accepts one
+// client registering exactly that label filter over TCP, and once that client
+// has been gone for RYUK_RECONNECTION_TIMEOUT removes the containers and
+// networks carrying the label. It never removes volumes (a container's
+// anonymous volumes go with it).
 package main
 
 import (
@@ -24,6 +27,7 @@ type config struct {
 	reconnectionTimeout time.Duration
 	dockerSocket        string
 	selfID              string
+	label               string // the run's "key=value": the only filter accepted and reaped
 }
 
 func main() {
@@ -48,14 +52,14 @@ func run() int {
 	defer stop()
 
 	docker := newDockerClient(cfg.dockerSocket, cfg.selfID, logger)
-	srv := newServer(cfg.connectionTimeout, cfg.reconnectionTimeout, docker, logger)
+	srv := newServer(filterSet{cfg.label}, cfg.connectionTimeout, cfg.reconnectionTimeout, docker, logger)
 	if err := srv.serve(ctx, ln); err != nil {
 		logger.Printf("reap incomplete: %v", err)
 	}
 	return 0
 }
 
-// configFromEnv reads the Ryuk-compatible environment variables.
+// configFromEnv reads the Ryuk-compatible environment variables and the run's label.
 func configFromEnv(getenv func(string) string) (config, error) {
 	cfg := config{
 		port:         valueOr(getenv("RYUK_PORT"), "8080"),
@@ -67,6 +71,10 @@ func configFromEnv(getenv func(string) string) (config, error) {
 	}
 
 	var err error
+	cfg.label = getenv("CHAOS_REAPER_LABEL")
+	if err = checkRunLabel(cfg.label); err != nil {
+		return config{}, fmt.Errorf("CHAOS_REAPER_LABEL: %w (set it to the run's label, e.g. chaos-harness=<run id>)", err)
+	}
 	if cfg.connectionTimeout, err = durationEnv(getenv, "RYUK_CONNECTION_TIMEOUT", "60s"); err != nil {
 		return config{}, err
 	}

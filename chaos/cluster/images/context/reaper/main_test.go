@@ -10,11 +10,12 @@ func envMap(m map[string]string) func(string) string {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	cfg, err := configFromEnv(envMap(nil))
+	cfg, err := configFromEnv(envMap(map[string]string{"CHAOS_REAPER_LABEL": "chaos-harness=r1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config{
+		label:               "chaos-harness=r1",
 		port:                "8080",
 		connectionTimeout:   60 * time.Second,
 		reconnectionTimeout: 10 * time.Second,
@@ -32,6 +33,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"RYUK_RECONNECTION_TIMEOUT": "1500ms",
 		"DOCKER_HOST":               "unix:///run/user/1000/docker.sock",
 		"HOSTNAME":                  "0123456789ab",
+		"CHAOS_REAPER_LABEL":        "chaos-harness=r2",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +44,7 @@ func TestConfigFromEnv(t *testing.T) {
 		reconnectionTimeout: 1500 * time.Millisecond,
 		dockerSocket:        "/run/user/1000/docker.sock",
 		selfID:              "0123456789ab",
+		label:               "chaos-harness=r2",
 	}
 	if cfg != want {
 		t.Errorf("got %+v, want %+v", cfg, want)
@@ -54,7 +57,12 @@ func TestConfigRejectsInvalid(t *testing.T) {
 		{"RYUK_PORT": "70000"},
 		{"RYUK_CONNECTION_TIMEOUT": "10"},
 		{"RYUK_RECONNECTION_TIMEOUT": "-1s"},
+		{"CHAOS_REAPER_LABEL": ""},
+		{"CHAOS_REAPER_LABEL": "chaos-harness"},
 	} {
+		if _, ok := env["CHAOS_REAPER_LABEL"]; !ok {
+			env["CHAOS_REAPER_LABEL"] = "chaos-harness=r1"
+		}
 		if _, err := configFromEnv(envMap(env)); err == nil {
 			t.Errorf("configFromEnv(%v) succeeded, want error", env)
 		}
