@@ -273,11 +273,9 @@ class ScenarioRun(RunWorkers):
         return waits.wait_until(what, condition, timeout_s)
 
     def wait_caught_up(self, timeout_s: float = 30.0) -> float:
-        """Wait until the group has delivered, in every partition, the record before the end offset."""
-        ends = {p: end for p, end in self.end_offsets().items() if end > 0}
-        return self.wait_for(
-            f"the group reached the end offsets {ends}", waits.reached(self.topic, ends), timeout_s
-        )
+        """Wait until the group has delivered, in every partition, the record before the end offset
+        (:func:`chaos.scenario.waits.caught_up`)."""
+        return waits.caught_up(self.topic, self.events, self.end_offsets, timeout_s)
 
     # ---- the cluster: topic, faults, questions ------------------------------------------------------
 
