@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import os
 
+import docker.errors  # noqa: F401  # before pytester's sys.modules snapshot: see below
 import pytest
+
+# pytester restores sys.modules after a test; had docker been first imported inside one, later tests
+# would catch the re-imported docker.errors classes while the cached client raised the old ones.
 
 pytestmark = pytest.mark.integration
 
