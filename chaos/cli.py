@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaos.errors import ChaosError
+from chaos.run.terms import VERDICT_EXIT
 
 console = Console(soft_wrap=True)  # paths printed whole, never broken across lines
 
@@ -170,11 +171,13 @@ def audit(
     bootstrap: str | None,
     topics: tuple[str, ...],
 ) -> None:
-    """Audit a saved run, write RUN_DIR/audit.json; exit 0 pass, 1 fail, 3 unknown."""
+    """Audit a saved run, write RUN_DIR/audit.json; exit 0 pass, 1 fail, 3 unknown, 2 bad input."""
     from chaos.audit.run import TopicSource
-    from chaos.gate.auditfile import audit_path
+    from chaos.gate.auditfile import audit_path, write_audit
     from chaos.gate.run import audit_run
+    from chaos.run.files import RunFileError
 
+    _check_auditable(Path(run_dir))
     topic = TopicSource(bootstrap, topics) if bootstrap else None
     result = audit_run(
         run_dir,
@@ -182,7 +185,15 @@ def audit(
         engine=engine,  # type: ignore[arg-type]  # click.Choice guarantees the literal
         master=spark_master,
         topic=topic,
+        write=False,
     )
+    try:
+        write_audit(run_dir, result)
+    except OSError as exc:
+        raise RunFileError(
+            f"cannot write {audit_path(run_dir)}: {exc.strerror or exc}; free space or make {run_dir} "
+            "writable, then run `chaos audit` again"
+        ) from None
     colour = {"pass": "green", "fail": "red", "unknown": "yellow"}[result.verdict]
     console.print(f"[{colour}]{result.verdict}[/{colour}] ({guarantee}, {engine}): {audit_path(run_dir)}")
     for name, count in result.facts.counts().items():
@@ -192,7 +203,37 @@ def audit(
     for problem in result.facts.problems:
         console.print(f"  [yellow]unknown:[/yellow] {problem}", highlight=False)
     if result.verdict != "pass":
-        sys.exit(1 if result.verdict == "fail" else 3)
+        sys.exit(VERDICT_EXIT[result.verdict])
+
+
+def _check_auditable(path: Path) -> None:
+    """Refuse (exit 2, nothing written) a directory that is not one run's, or that ``audit.json`` cannot be
+    written to — before an audit that may take minutes."""
+    import tempfile
+
+    from chaos.report.render import find_runs, is_run_dir
+
+    if not is_run_dir(path):
+        runs = find_runs(path)
+        hint = (
+            f"it holds {len(runs)} run(s): audit one, e.g. `chaos audit {shlex.quote(str(runs[0]))}`"
+            if runs
+            else "give the directory of one run: reports/tests/<test>/, which holds its history/"
+        )
+        raise click.BadParameter(
+            f"{path} is not a run directory (no history/, scenario.json or audit.json); {hint}",
+            param_hint="RUN_DIR",
+        )
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(
+            f"{path} is not writable ({exc.strerror or exc}) and `chaos audit` writes audit.json into it; "
+            f"make it writable, or audit a copy: cp -r {shlex.quote(str(path))} /tmp/run && "
+            "chaos audit /tmp/run",
+            param_hint="RUN_DIR",
+        ) from None
 
 
 @cli.command()

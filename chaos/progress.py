@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Final
 
 from rich.console import Console
 
@@ -15,6 +20,11 @@ from chaos.errors import ImageBuildFailed
 
 console = Console(stderr=True)
 _TAIL_LINES = 30
+RUN_TIMEOUT_S: Final = 3600.0
+"""How long one logged command (debootstrap, mvn, go) may run before it is killed (cold, on a slow mirror:
+minutes; an hour means it hangs)."""
+EXIT_GRACE_S: Final = 30.0
+"""How long a command may take to exit once its output has ended."""
 
 
 @contextmanager
@@ -47,8 +57,12 @@ def run_logged(
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
+    timeout_s: float = RUN_TIMEOUT_S,
 ) -> None:
-    """Run ``cmd`` with its output logged; raise ImageBuildFailed with the output's tail on failure."""
+    """Run ``cmd`` with its output logged; raise ImageBuildFailed with the output's tail on failure, and
+    when it has not finished within ``timeout_s``. A command that times out, or is interrupted (Ctrl-C),
+    is killed with every process it started (it runs in a session of its own)."""
+    expired = threading.Event()
     with subprocess.Popen(
         cmd,
         cwd=cwd,
@@ -57,12 +71,45 @@ def run_logged(
         stderr=subprocess.STDOUT,
         text=True,
         errors="replace",
+        start_new_session=True,
     ) as proc:
-        assert proc.stdout is not None
-        tail = follow(proc.stdout, log_path, title)
-        code = proc.wait()
-    if code != 0:
-        shown = "\n    ".join(tail)
+
+        def expire() -> None:
+            expired.set()
+            _kill_session(proc)
+
+        watchdog = threading.Timer(timeout_s, expire)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            assert proc.stdout is not None
+            tail = follow(proc.stdout, log_path, title)
+            code = proc.wait(EXIT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            _kill_session(proc)
+            raise ImageBuildFailed(
+                f"{title}: its output ended but it did not exit within {EXIT_GRACE_S:.0f} s; killed it: "
+                f"{' '.join(cmd)}\n  full log: {log_path}"
+            ) from None
+        except BaseException:  # Ctrl-C, a log write error: leave no process behind
+            _kill_session(proc)
+            raise
+        finally:
+            watchdog.cancel()
+    if code == 0:
+        return
+    shown = "\n    ".join(tail)
+    if expired.is_set():
         raise ImageBuildFailed(
-            f"{title} failed (exit {code}): {' '.join(cmd)}\n    {shown}\n  full log: {log_path}"
+            f"{title} did not finish within {timeout_s:.0f} s; killed it: {' '.join(cmd)}\n    {shown}\n"
+            f"  full log: {log_path}\n  fix: check the network (mirrors, Maven Central) and retry"
         )
+    raise ImageBuildFailed(
+        f"{title} failed (exit {code}): {' '.join(cmd)}\n    {shown}\n  full log: {log_path}"
+    )
+
+
+def _kill_session(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL ``proc`` and every process of its session (it was started with ``start_new_session``)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)

@@ -7,15 +7,20 @@ the file.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from chaos.audit.model import DEFAULT_OPTIONS, ISOLATION_LEVELS, AuditFacts, AuditOptions, Isolation
-from chaos.errors import AuditError, HistoryError
+from chaos.errors import AuditError, ChaosError, HistoryError, ToolMissing
 from chaos.history.files import RunDir
 
 Engine = Literal["spark", "reference"]
+JAVA_FIX = (
+    "install a JRE 17+ (apt-get install -y openjdk-17-jre-headless) and put `java` on PATH or set JAVA_HOME "
+    "to it; or audit without Spark: --engine reference"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +91,37 @@ def _reference(rd: RunDir, topic: TopicSource | None, options: AuditOptions) -> 
     )
 
 
+def java_command() -> str:
+    """The ``java`` Spark will launch, found as ``spark-class`` finds it (``$JAVA_HOME/bin/java`` when
+    JAVA_HOME is set, else ``java`` on PATH); :class:`ToolMissing` saying how to get one otherwise."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = os.path.join(home, "bin", "java")
+        if not (os.path.isfile(java) and os.access(java, os.X_OK)):
+            raise ToolMissing(f"JAVA_HOME={home} has no bin/java: the Spark audit cannot start", JAVA_FIX)
+        return java
+    found = shutil.which("java")
+    if found is None:
+        raise ToolMissing("no java on PATH and no JAVA_HOME: the Spark audit cannot start", JAVA_FIX)
+    return found
+
+
 def _spark(rd: RunDir, master: str, topic: TopicSource | None, options: AuditOptions) -> AuditFacts:
     from chaos.audit.source import drain_log, read_topic
     from chaos.audit.spark import spark_session
     from chaos.audit.sparkjob import spark_audit
     from chaos.history.reader import to_spark
 
-    spark = spark_session(master)
+    java_command()  # before the connector jars (Maven needs Java too) and the JVM
+    try:
+        spark = spark_session(master)
+    except ChaosError:
+        raise
+    except Exception as exc:  # pyspark's own errors (a master that refuses, a JVM that exits at once)
+        raise AuditError(
+            f"Spark did not start on master {master!r}: {type(exc).__name__}: {exc}; `chaos doctor` checks "
+            "Java and the connector jars, or audit without Spark: --engine reference"
+        ) from exc
     history = to_spark(spark, rd)
     runs: Sequence[str] = [r.run_id for r in history.select("run_id").distinct().collect()]
     if len(runs) != 1:

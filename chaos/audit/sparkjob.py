@@ -35,14 +35,18 @@ How it runs — three Spark actions (and one small ``collect`` of the fault even
    :func:`chaos.history.windows.fault_windows`, the reference's rule (:func:`_fault_windows`).
 
 Only small per-run parts — counts, the first N examples per anomaly, availability figures — reach the
-driver, in one ``collect``.
+driver, in one ``collect``. Jobs still running after ``timeout_s`` (:data:`SPARK_AUDIT_TIMEOUT_S`) are
+cancelled and the audit raises :class:`~chaos.errors.AuditError`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import threading
+import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from chaos.audit.model import (
@@ -58,6 +62,7 @@ from chaos.audit.model import (
     Totals,
     make_report,
 )
+from chaos.errors import AuditError
 from chaos.history.windows import fault_windows
 
 if TYPE_CHECKING:
@@ -119,12 +124,22 @@ _OUTAGE_BUCKET_S: Final = 1.0
 _CONTROL_KINDS: Final = ("rebalance", "fault", "drain_end", "txn")
 # up to this many values that are not clean, their keys are broadcast to pick their rows out
 _BROADCAST_KEYS: Final = 500_000
+SPARK_AUDIT_TIMEOUT_S: Final = 3600.0
+"""How long the audit's Spark jobs may run (10M records: about 5 min on 2 cores) before they are cancelled."""
+_CANCEL_EVERY_S: Final = 1.0
 
 
 def spark_audit(
-    history: DataFrame, log: DataFrame | None, options: AuditOptions = DEFAULT_OPTIONS
+    history: DataFrame,
+    log: DataFrame | None,
+    options: AuditOptions = DEFAULT_OPTIONS,
+    *,
+    timeout_s: float = SPARK_AUDIT_TIMEOUT_S,
 ) -> dict[str, AuditFacts]:
-    """Audit every run in ``history``; returns run_id -> facts. ``log`` ``None``: topic unreadable."""
+    """Audit every run in ``history``; returns run_id -> facts. ``log`` ``None``: topic unreadable.
+
+    :raises AuditError: the jobs did not finish within ``timeout_s`` (they are cancelled).
+    """
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -146,27 +161,67 @@ def spark_audit(
         held.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
-    try:
-        # each is one scan of the history, then read from memory by several parts
-        control = hold(h.where(F.col("kind").isin(*_CONTROL_KINDS)))  # few rows
-        acks = hold(
-            h.where((F.col("kind") == "send_outcome") & (F.col("outcome") == "ok")).select(
-                "run_id", "mono", "latency_ms"
+    with _cancelled_after(spark.sparkContext, timeout_s):
+        try:
+            # each is one scan of the history, then read from memory by several parts
+            control = hold(h.where(F.col("kind").isin(*_CONTROL_KINDS)))  # few rows
+            acks = hold(
+                h.where((F.col("kind") == "send_outcome") & (F.col("outcome") == "ok")).select(
+                    "run_id", "mono", "latency_ms"
+                )
             )
-        )
-        # about one row per value; four consumers read it, each shuffling only what it needs
-        per_value, scratch = _per_value(F, Window, h, control, log, options, hold, fast_path=not log_missing)
-        hold(per_value).count()  # materialised now, so what it was built from can go
-        for df in scratch:
-            df.unpersist()
-        windows = hold(_fault_windows(F, control))  # small; read by three parts
-        by_part: dict[str, list[Any]] = defaultdict(list)
-        for row in _parts(F, Window, h, control, acks, per_value, windows, options).collect():
-            by_part[row.part].append(row)
-    finally:
-        for df in held:
-            df.unpersist()
+            # about one row per value; four consumers read it, each shuffling only what it needs
+            per_value, scratch = _per_value(
+                F, Window, h, control, log, options, hold, fast_path=not log_missing
+            )
+            hold(per_value).count()  # materialised now, so what it was built from can go
+            for df in scratch:
+                df.unpersist()
+            windows = hold(_fault_windows(F, control))  # small; read by three parts
+            by_part: dict[str, list[Any]] = defaultdict(list)
+            for row in _parts(F, Window, h, control, acks, per_value, windows, options).collect():
+                by_part[row.part].append(row)
+        finally:
+            for df in held:
+                df.unpersist()
     return _facts(by_part, options, log_missing=log_missing)
+
+
+@contextlib.contextmanager
+def _cancelled_after(sc: Any, timeout_s: float) -> Iterator[None]:
+    """Cancel the Spark jobs this thread starts in the block once ``timeout_s`` has passed (again every
+    second, for jobs started after), and turn the failure that follows into an :class:`AuditError`."""
+    tag = f"chaos-audit-{uuid.uuid4().hex[:12]}"
+    expired, done = threading.Event(), threading.Event()
+
+    def cancel() -> None:
+        expired.set()
+        while not done.is_set():
+            try:
+                sc.cancelJobsWithTag(tag)
+            except Exception:  # the JVM is gone: nothing left to cancel
+                return
+            done.wait(_CANCEL_EVERY_S)
+
+    timer = threading.Timer(timeout_s, cancel)
+    timer.daemon = True
+    sc.addJobTag(tag)
+    timer.start()
+    try:
+        yield
+    except Exception as exc:
+        if expired.is_set():
+            raise AuditError(
+                f"the Spark audit did not finish within {timeout_s:.0f} s; its jobs were cancelled\n"
+                f"  fix: check the machine's free memory and CPU (a JVM short of heap crawls in GC), "
+                f"or audit with `chaos audit --engine reference`"
+            ) from exc
+        raise
+    finally:
+        done.set()
+        timer.cancel()
+        with contextlib.suppress(Exception):  # a JVM that died must not hide why
+            sc.removeJobTag(tag)
 
 
 def _parts(

@@ -28,7 +28,7 @@ from chaos.cluster.config import ClusterConfig, env_name
 from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
 from chaos.cluster.engine import LABEL, docker_client
 from chaos.cluster.logs import write_log
-from chaos.cluster.ports import free_loopback_ports
+from chaos.cluster.ports import start_on_free_ports
 from chaos.cluster.reaper import Reaper, reaper_name
 from chaos.cluster.single import READY_LOG, new_cluster_id
 from chaos.cluster.toxiproxy import API_PORT, ProxySpec, Toxiproxy
@@ -92,8 +92,22 @@ class KafkaCluster:
         return self
 
     def _start(self) -> None:
+        start_on_free_ports(
+            self.config.brokers + 2, self._start_on, self._discard_attempt, what=f"cluster {self.run_id}"
+        )
+
+    def _discard_attempt(self) -> None:
+        """Remove what a start attempt created (a port it chose was taken), for a fresh attempt."""
+        from chaos.cluster.sweep import sweep
+
+        if self._reaper is not None:
+            self._reaper.close()
+        sweep(self.run_id)  # by label: a container whose start failed is created, and holds its name
+        self._reaper = self._network = self._toxiproxy_container = self._toxiproxy = None
+        self.brokers = ()
+
+    def _start_on(self, ports: list[int]) -> None:
         n = self.config.brokers
-        ports = free_loopback_ports(n + 2)
         ext_ports, api_port, reaper_port = ports[:n], ports[n], ports[n + 1]
         client = docker_client()
 

@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
-from chaos.cluster.ports import free_loopback_ports
+from chaos.cluster.ports import start_on_free_ports
 from chaos.cluster.reaper import Reaper
+from chaos.cluster.sweep import sweep
 from chaos.errors import ClusterStartTimeout
 
 if TYPE_CHECKING:
+    from testcontainers.core.container import DockerContainer
+
     from chaos.cluster.images.catalog import ImageSet
 
 READY_LOG = r"Kafka Server started"
@@ -48,11 +51,44 @@ def single_broker(
     images: ImageSet, run_id: str | None = None, start_timeout_s: float = 90
 ) -> Iterator[SingleBroker]:
     """Start one combined broker/controller on a fixed 127.0.0.1 port; always removed on exit, and by
-    its reaper if this process dies (the run is live for ``chaos clean`` while the reaper runs)."""
+    its reaper if this process dies (the run is live for ``chaos clean`` while the reaper runs). A chosen
+    port taken before Docker binds it means a fresh start on fresh ports (:func:`start_on_free_ports`)."""
     run = run_id or f"smoke-{uuid.uuid4().hex[:8]}"
     name = f"chaos-{run}-kafka-1"
-    port, reaper_port = free_loopback_ports(2)
-    reaper = Reaper(images.reaper, run, reaper_port)
+    started = time.monotonic()
+    attempt: list[tuple[Reaper, DockerContainer]] = []  # the current start's reaper and broker
+
+    def start(ports: list[int]) -> int:
+        port, reaper_port = ports
+        reaper = Reaper(images.reaper, run, reaper_port)
+        container = _broker_container(images, run, name, port)
+        attempt.append((reaper, container))
+        reaper.start()
+        try:
+            container.start()
+        except Exception as exc:
+            raise ClusterStartTimeout(f"{name} failed to start: {exc}\n{log_tail(container)}") from exc
+        return port
+
+    def undo() -> None:
+        reaper, _ = attempt.pop()
+        reaper.close()
+        sweep(run)  # by label: a container whose start failed is created, and holds its name
+
+    try:
+        port = start_on_free_ports(2, start, undo, what=f"single broker {run}")
+        wait_for_log(attempt[-1][1], READY_LOG, start_timeout_s)
+        yield SingleBroker(f"127.0.0.1:{port}", name, time.monotonic() - started)
+    finally:
+        for reaper, container in attempt:
+            try:
+                if container.get_wrapped_container() is not None:
+                    container.stop()
+            finally:
+                reaper.close()
+
+
+def _broker_container(images: ImageSet, run: str, name: str, port: int) -> DockerContainer:
     container = labelled(images.kafka, run, name).with_envs(
         CLUSTER_ID=new_cluster_id(),
         KAFKA_NODE_ID="1",
@@ -69,19 +105,4 @@ def single_broker(
         KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS="0",
         KAFKA_HEAP_OPTS="-Xmx512m -Xms512m",
     )
-    publish_on_loopback(container, 9092, port)
-    started = time.monotonic()
-    try:
-        reaper.start()
-        try:
-            container.start()
-        except Exception as exc:
-            raise ClusterStartTimeout(f"{name} failed to start: {exc}\n{log_tail(container)}") from exc
-        wait_for_log(container, READY_LOG, start_timeout_s)
-        yield SingleBroker(f"127.0.0.1:{port}", name, time.monotonic() - started)
-    finally:
-        try:
-            if container.get_wrapped_container() is not None:
-                container.stop()
-        finally:
-            reaper.close()
+    return publish_on_loopback(container, 9092, port)

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from chaos.audit.model import ISOLATION_LEVELS, AuditOptions
-from chaos.run.terms import GUARANTEES
+from chaos.errors import ChaosError
+from chaos.history import RunDir
+from chaos.run.terms import GUARANTEES, HARNESS_ERROR_EXIT, VERDICT_EXIT
 
 
 def main(argv: list[str] | None = None) -> int:
     """Audit RUN_DIR with the Spark engine, write audit.json, print the verdict; exit 0 pass, 1 fail,
-    2 unknown."""
+    3 unknown, 2 a harness error or bad input."""
     from chaos.audit.run import TopicSource
     from chaos.gate.auditfile import audit_path
     from chaos.gate.run import audit_run
@@ -30,16 +33,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-examples", type=int, default=10)
     args = parser.parse_args(argv)
     topic = TopicSource(args.bootstrap, tuple(args.topic)) if args.bootstrap else None
-    result = audit_run(
-        args.run_dir,
-        guarantee=args.guarantee,
-        engine="spark",
-        master=args.master,
-        topic=topic,
-        options=AuditOptions(args.group_isolation, args.max_examples),
-    )
+    if not RunDir.of(Path(args.run_dir)).has_history():
+        print(
+            f"error: {args.run_dir} holds no history (history/events.parquet): give the directory of "
+            "one run, reports/tests/<test>/<run id>/",
+            file=sys.stderr,
+        )
+        return HARNESS_ERROR_EXIT
+    try:
+        result = audit_run(
+            args.run_dir,
+            guarantee=args.guarantee,
+            engine="spark",
+            master=args.master,
+            topic=topic,
+            options=AuditOptions(args.group_isolation, args.max_examples),
+        )
+    except ChaosError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return HARNESS_ERROR_EXIT
     print(f"{result.verdict} ({result.guarantee}): {audit_path(args.run_dir)}")
-    return {"pass": 0, "fail": 1, "unknown": 2}[result.verdict]
+    return VERDICT_EXIT[result.verdict]
 
 
 if __name__ == "__main__":

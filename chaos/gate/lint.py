@@ -2,7 +2,7 @@
 rules derives the guarantee the configuration can keep.
 
 1. :func:`check_clients` builds a ``confluent_kafka.Producer`` / ``Consumer`` from each side's settings
-   (plus a dummy ``bootstrap.servers``; nothing is contacted at construction) and turns librdkafka's
+   (:mod:`chaos.workload.clientconf`: a dummy ``bootstrap.servers``, nothing contacted) and turns librdkafka's
    refusals — an unknown key, an invalid value, a refused combination (:data:`REFUSALS`), a key of the
    other side that librdkafka would ignore — into :class:`Problem` s naming the key and its file/line.
 2. :func:`derive` is pure: each :class:`Rule` of :data:`RULES` is a condition on the effective settings
@@ -17,8 +17,6 @@ shows (a lost disk) and availability (which the thresholds judge) are findings t
 
 from __future__ import annotations
 
-import difflib
-import logging
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -42,10 +40,7 @@ from chaos.gate.gatefile import (
 )
 from chaos.gate.policy import FATAL
 from chaos.run.terms import GUARANTEES, Guarantee
-
-DUMMY_BOOTSTRAP: Final = "127.0.0.1:9"
-"""Never contacted: librdkafka connects only when a client is used, and the lint's clients are not."""
-LINT_GROUP: Final = "chaos-gate-lint"
+from chaos.workload.clientconf import OTHER_SIDE, key_fix, refusals
 
 LIBRDKAFKA_DEFAULTS: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -60,33 +55,8 @@ LIBRDKAFKA_DEFAULTS: Final[Mapping[str, str]] = MappingProxyType(
 )
 """librdkafka's defaults of the settings the rules read (they differ from the Java client's: DESIGN.md)."""
 _CONSUMER_KEYS: Final = frozenset({"isolation.level", "enable.auto.commit", "enable.auto.offset.store"})
-COMMON_KEYS: Final = (
-    "auto.commit.interval.ms",
-    "auto.offset.reset",
-    "batch.size",
-    "client.id",
-    "fetch.min.bytes",
-    "fetch.wait.max.ms",
-    "group.id",
-    "group.instance.id",
-    "heartbeat.interval.ms",
-    "max.partition.fetch.bytes",
-    "max.poll.interval.ms",
-    "partition.assignment.strategy",
-    "partitioner",
-    "request.timeout.ms",
-    "retry.backoff.max.ms",
-    "retry.backoff.ms",
-    "sasl.password",
-    "sasl.username",
-    "security.protocol",
-    "session.timeout.ms",
-    "socket.timeout.ms",
-    "ssl.ca.location",
-    "transaction.timeout.ms",
-    "transactional.id",
-)
-"""Settings a misspelled key is compared with (with the ones the rules read and librdkafka's aliases)."""
+_KNOWN_KEYS: Final = (*LIBRDKAFKA_DEFAULTS, *(n for names in ALIASES.values() for n in names))
+"""Besides :data:`chaos.workload.clientconf.KNOWN_KEYS`, what a misspelled key is compared with."""
 
 
 @dataclass(frozen=True)
@@ -520,41 +490,7 @@ class ClientCheck:
     seconds: float
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
-def _construct(side: Side, conf: Mapping[str, str]) -> tuple[str | None, list[str]]:
-    """Build a client of ``side`` from ``conf``: librdkafka's refusal (None if accepted) and its CONFWARN
-    lines. Nothing is contacted: the client is dropped without being used, flushed or closed."""
-    from confluent_kafka import Consumer, KafkaException, Producer
-
-    lines = _Lines()
-    logger = logging.Logger("chaos.gate.lint")  # not registered: nothing reaches the root logger
-    logger.addHandler(lines)
-    full: dict[str, Any] = {**conf, "bootstrap.servers": DUMMY_BOOTSTRAP, "logger": logger}
-    if side == "consumer":
-        full.setdefault("group.id", LINT_GROUP)
-    client: Any
-    try:
-        client = Producer(full) if side == "producer" else Consumer(full)
-    except KafkaException as exc:
-        error = exc.args[0] if exc.args else exc
-        return (error.str() if hasattr(error, "str") else str(error)), []
-    except (ValueError, TypeError) as exc:
-        return str(exc), []
-    client.poll(0)  # delivers the log lines of the construction
-    del client
-    return None, [line for line in lines.lines if line.startswith("CONFWARN")]
-
-
 _NAMED: Final = re.compile(r"""["`]([A-Za-z0-9_.-]+)["`]|property ([A-Za-z0-9_.-]+) is""")
-_OTHER_SIDE: Final = re.compile(r"property (\S+) is a (consumer|producer) property and will be ignored")
 
 
 def _named(message: str, settings: Mapping[str, Setting]) -> tuple[Setting, ...]:
@@ -563,44 +499,30 @@ def _named(message: str, settings: Mapping[str, Setting]) -> tuple[Setting, ...]
     return tuple(s for s in settings.values() if canonical(s.key) in names)
 
 
-def _suggest(key: str) -> str:
-    known = {*COMMON_KEYS, *LIBRDKAFKA_DEFAULTS, *(n for names in ALIASES.values() for n in names)}
-    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}? " if close else ""
+def _is_listed(message: str) -> bool:
+    return any(r.fragment in message for r in REFUSALS)
 
 
 def _check_side(side: Side, settings: tuple[Setting, ...]) -> tuple[list[Problem], list[str]]:
     by_key = {s.key: s for s in settings}
-    conf = {s.key: s.value for s in settings}
-    error, warnings = _construct(side, conf)
-    problems: list[Problem] = []
-    if error is not None:
-        bad: set[str] = set()
-        for key, value in conf.items():
-            alone, _ = _construct(side, {key: value})
-            # a refused combination with a default (max.poll.interval.ms below the default session) is
-            # the combination's problem, reported with every key it names below
-            if alone is not None and not any(r.fragment in alone for r in REFUSALS):
-                bad.add(key)
-                fix = (
-                    "librdkafka has no such setting (a typo, or a Java-only key): "
-                    f"{_suggest(key)}fix or remove it"
-                    if "No such configuration property" in alone
-                    else "use a value librdkafka accepts (CONFIGURATION.md)"
-                )
-                problems.append(Problem(side, (by_key[key],), alone, fix))
-        rest = {k: v for k, v in conf.items() if k not in bad}
-        error, warnings = _construct(side, rest) if bad else (error, [])
-        if error is not None:
-            refusal = next((r for r in REFUSALS if r.fragment in error), None)
-            mentioned = error + "".join(f" `{k}`" for k in (refusal.keys if refusal else ()))
-            named = _named(mentioned, {k: by_key[k] for k in rest})
-            fix = f"{refusal.fix} ({refusal.why})" if refusal else "change the settings it names"
-            problems.append(Problem(side, named, error, fix))
+    # a refused combination with a default (max.poll.interval.ms below the default session) is the
+    # combination's problem, reported with every key it names below
+    found = refusals(side, {s.key: s.value for s in settings}, combination=_is_listed)
+    problems = [
+        Problem(side, (by_key[key],), alone, key_fix(key, alone, _KNOWN_KEYS))
+        for key, alone in found.keys.items()
+    ]
+    if found.combination is not None:
+        error = found.combination
+        refusal = next((r for r in REFUSALS if r.fragment in error), None)
+        mentioned = error + "".join(f" `{k}`" for k in (refusal.keys if refusal else ()))
+        named = _named(mentioned, {k: s for k, s in by_key.items() if k not in found.keys})
+        fix = f"{refusal.fix} ({refusal.why})" if refusal else "change the settings it names"
+        problems.append(Problem(side, named, error, fix))
     notes: list[str] = []
-    for line in warnings:
+    for line in found.warnings:
         message = line.split("]: ", 1)[-1]
-        other = _OTHER_SIDE.search(message)
+        other = OTHER_SIDE.search(message)
         if other:
             named = tuple(s for s in settings if canonical(s.key) == canonical(other.group(1)))
             move = "consumer" if other.group(2) == "consumer" else "producer"

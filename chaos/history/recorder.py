@@ -9,17 +9,22 @@ recorded in the last ``flush_interval`` plus the time one batch takes to write (
 If threads record faster than the flusher writes, the backlog (and what a kill would lose) would grow
 without bound; past ``backlog_limit`` pending events the recording thread writes the batch itself, which
 bounds both and slows the producers of events down to the speed of the disk writer.
+
+A Ctrl-C (or a SIGTERM handler's exit) that arrives while the main thread writes a batch is held back
+until the batch is whole, then propagates as it is: the file never ends a batch half-way, no event is lost.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
+import signal
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -36,6 +41,9 @@ DEFAULT_FLUSH_INTERVAL: Final = 0.2
 MAX_FLUSH_INTERVAL: Final = 0.5
 DEFAULT_SEGMENT_BYTES: Final = 128 << 20
 DEFAULT_BACKLOG_LIMIT: Final = 20_000  # ~0.1 s of encoding on a slow core
+FLUSHER_STOP_TIMEOUT_S: Final = 30.0
+"""How long :meth:`Recorder.close` waits for the flusher thread to finish its batch and stop."""
+_HELD_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 _encode_json: Final[Callable[[object], str]] = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False
@@ -104,6 +112,35 @@ def encode_events(events: Iterable[Event], first_index: int) -> bytes:
         index += 1
     # A lone surrogate (undecodable bytes smuggled into a str) would make the line invalid UTF-8.
     return "".join(parts).encode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """In the main thread, hold SIGINT and SIGTERM back until the block ends, then deliver them.
+
+    Python runs signal handlers, so raises KeyboardInterrupt, in the main thread only; elsewhere this
+    does nothing. A signal whose handler is ignored or not Python's is left alone.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous: dict[int, Any] = {}
+
+    def hold(signum: int, _frame: object) -> None:
+        caught.append(signum)
+
+    try:
+        for signum in _HELD_SIGNALS:
+            handler = signal.getsignal(signum)
+            if handler is not None and handler is not signal.SIG_IGN:
+                previous[signum] = signal.signal(signum, hold)
+        yield
+    finally:
+        for held, handler in previous.items():
+            signal.signal(held, handler)
+        for arrived in dict.fromkeys(caught):
+            signal.raise_signal(arrived)
 
 
 @dataclass(frozen=True)
@@ -270,7 +307,9 @@ class Recorder:
         """Flush, stop the flusher, roll the segments into ``history/events.parquet``; returns its path.
 
         Idempotent. If the Parquet file cannot be written the JSONL segments stay, the error is raised,
-        and :func:`compact_history` can retry later.
+        and :func:`compact_history` can retry later. A flusher thread that has not stopped within
+        :data:`FLUSHER_STOP_TIMEOUT_S` (a write that hangs) raises :class:`HistoryError`. Interrupted
+        (Ctrl-C), it writes what was recorded to the JSONL segments and lets the interrupt propagate.
         """
         with self._close_lock:
             if self._close_started:
@@ -288,7 +327,16 @@ class Recorder:
     def _close(self) -> Path:
         try:
             self._stop.set()
-            self._thread.join()
+            try:
+                self._stop_flusher()
+            except (KeyboardInterrupt, SystemExit):
+                # The flusher ends within one batch once _stop is set; then the pending events go to disk.
+                self._thread.join(FLUSHER_STOP_TIMEOUT_S)
+                if not self._thread.is_alive():
+                    self._drain()
+                    with contextlib.suppress(OSError):
+                        self._close_segment()
+                raise
             self._drain()  # record() refuses new events now, so this is the last batch
             try:
                 self._close_segment()
@@ -330,6 +378,15 @@ class Recorder:
             ) from self._failure
         raise HistoryError(f"Recorder.record: the recorder for {self._rd.path} is closed")
 
+    def _stop_flusher(self) -> None:
+        self._thread.join(FLUSHER_STOP_TIMEOUT_S)
+        if self._thread.is_alive():
+            raise HistoryError(
+                f"the history flusher of {self._rd.path} did not stop within {FLUSHER_STOP_TIMEOUT_S:.0f} s "
+                f"(a write to {self._rd.history_dir} hangs?); the JSONL segments there hold what was "
+                f"written: read them as they are, or run compact_history on the run dir once the disk answers"
+            )
+
     def _flush_loop(self) -> None:
         while not self._stop.wait(self._interval):
             self._drain()
@@ -341,7 +398,8 @@ class Recorder:
             self._drain()
 
     def _drain(self) -> None:
-        with self._write_lock:
+        # a batch written half-way would leave a torn line before the next one: the segment unreadable
+        with _signals_held(), self._write_lock:
             if self._failure is not None or self._fd < 0:
                 return
             with self._lock:
@@ -361,7 +419,7 @@ class Recorder:
                 if self._fsync:
                     os.fsync(self._fd)
                 self._written = first + len(batch)
-            except BaseException as exc:  # disk full, I/O error, unencodable value: refuse from now on
+            except Exception as exc:  # disk full, I/O error, unencodable value: refuse from now on
                 self._failure = exc
 
     def _open_segment(self) -> None:

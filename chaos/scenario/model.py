@@ -10,7 +10,11 @@ next to the test that runs them (see :func:`chaos.scenario.chaos_scenario`).
 Settings shared by every variant are given once on the :class:`Scenario` (``guarantee``,
 ``expected_verdict``, ``client``, ``producer_config``, …); a :class:`Variant` states only what it changes.
 The scenario resolves its variants at construction: a variant field left ``None`` takes the scenario's
-value, and the variant's config mappings are laid over the scenario's key by key.
+value, and the variant's config mappings are laid over the scenario's key by key. librdkafka then checks each
+resolved producer and consumer config (:mod:`chaos.workload.clientconf`, about a millisecond): an unknown
+key, an invalid value or a key of the other side fails the definition, named. A combination refused only
+with librdkafka's defaults is left to the run, which checks its clients' final configuration (bounded
+timeouts included) before they start.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from chaos.errors import ChaosError, ConfigError
 from chaos.run.manifest import ExpectedSymptom
 from chaos.run.terms import GUARANTEES, VERDICTS, Verdict
 from chaos.workload import ClientProfile
+from chaos.workload.clientconf import ClientConfigError, Side, check_client_config
 
 Setting = str | int | float | bool
 _ID: Final = re.compile(r"[a-z][a-z0-9_]{2,80}")
@@ -132,11 +137,24 @@ class Variant:
         missing."""
         client = self.client or defaults.client
         merged: dict[str, Mapping[str, Setting]] = {}
-        for name, side in (("producer_config", "producer"), ("consumer_config", "consumer")):
+        sides: tuple[tuple[str, Side], ...] = (
+            ("producer_config", "producer"),
+            ("consumer_config", "consumer"),
+        )
+        for name, side in sides:
             base: dict[str, Setting] = dict(getattr(client, f"{side}_settings")) if client else {}
             base.update(getattr(defaults, name) or {})
             base.update(getattr(self, name) or {})
             merged[name] = base
+            try:
+                check_client_config(
+                    side,
+                    base,
+                    f"Scenario {defaults.scenario_id}, variant {self.name}: {name}",
+                    combinations=False,  # the run's timeouts may make it valid: the run checks it
+                )
+            except ClientConfigError as exc:
+                raise ScenarioDefinitionError(str(exc)) from None
         topic = {**(defaults.topic_config or {}), **(self.topic_config or {})}
         guarantee = self.guarantee or defaults.guarantee or (client.guarantee if client else None)
         verdict = self.expected_verdict or defaults.expected_verdict

@@ -65,6 +65,8 @@ DELIVERY_POINTS: Final[tuple[str, ...]] = get_args(DeliveryPoint)
 RecordHook = Callable[[Message], None]
 
 STOP_GRACE_S: Final = 2.0
+PARENT_PID_ENV: Final = "CHAOS_PARENT_PID"
+"""The child's expected parent pid, set by :meth:`ChildProcess.start` (``member_child.die_with_parent``)."""
 
 
 @dataclass(frozen=True)
@@ -353,6 +355,7 @@ class ThreadMember:
     """A member on a thread of this process. Supports graceful stop and restart, not crash."""
 
     def __init__(self, context: RunContext, spec: MemberSpec, hook: RecordHook | None = None) -> None:
+        spec.consumer_settings(context)  # refuse a bad configuration here, not in the member's thread
         self.spec = spec
         self.context = context
         self._hook = hook
@@ -442,6 +445,7 @@ class ChildProcess:
         self.error = None
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
+        env[PARENT_PID_ENV] = str(os.getpid())  # the child dies with this process (die_with_parent)
         self._proc = subprocess.Popen(
             [sys.executable, "-m", self.module],
             stdin=subprocess.PIPE,
@@ -541,6 +545,7 @@ class ProcessMember(ChildProcess):
     module = "chaos.workload.member_child"
 
     def __init__(self, context: RunContext, spec: MemberSpec) -> None:
+        spec.consumer_settings(context)  # refuse a bad configuration in the parent, not in the child
         super().__init__(spec.name, child_payload(context, spec.to_data()), context.sink)
         self.spec = spec
         self.context = context

@@ -2,24 +2,52 @@
 
 Reads one :func:`~chaos.workload.common.child_payload` line from stdin (the run's context and the
 :class:`MemberSpec`), runs the member, and writes every event as one JSON line to stdout (written and
-flushed per event, so a SIGKILL keeps everything written before it). SIGTERM closes the consumer gracefully.
+flushed per event, so a SIGKILL keeps everything written before it). SIGTERM closes the consumer gracefully;
+the parent's death (even a SIGKILL of the runner) kills it (:func:`die_with_parent`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import signal
 import sys
 import threading
 from types import FrameType
+from typing import Final
 
 from chaos.run.events import Event
 from chaos.workload.common import Sink, read_child_payload
-from chaos.workload.consumer import MemberSpec, run_member
+from chaos.workload.consumer import PARENT_PID_ENV, MemberSpec, run_member
+
+_PR_SET_PDEATHSIG: Final = 1  # <linux/prctl.h>
+
+
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux; elsewhere this does nothing).
+
+    Without it a child whose runner was killed -9 runs on until its own duration ends. If the parent named
+    by :data:`PARENT_PID_ENV` died before this call (this process was already handed to another parent),
+    it dies now. Linux sends the signal when the parent *thread* that started the child ends: start
+    children from a thread that outlives them (the harness starts them from the main thread).
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"prctl(PR_SET_PDEATHSIG): {os.strerror(errno)}")
+    expected = os.environ.get(PARENT_PID_ENV)
+    if expected is not None and expected != str(os.getppid()):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def stop_on_sigterm() -> threading.Event:
-    """An event set by SIGTERM (the parent's graceful stop)."""
+    """A child's signal wiring: the returned event is set by SIGTERM (the parent's graceful stop), and the
+    parent's death kills this process (:func:`die_with_parent`). Every child entry point calls it."""
+    die_with_parent()
     stop = threading.Event()
 
     def on_term(_signum: int, _frame: FrameType | None) -> None:

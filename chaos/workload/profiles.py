@@ -4,7 +4,9 @@ time profile.
 The profiles themselves live in :mod:`chaos.run.profiles` (one registry, which the cluster reads too) and
 are re-exported here. The builders (:func:`producer_config`, :func:`consumer_config`,
 :func:`admin_config`) always set bounded timeouts: librdkafka's defaults (e.g. ``message.timeout.ms`` =
-300 s) make a chaos test hang.
+300 s) make a chaos test hang. The producer and consumer configurations they return are librdkafka's
+choice too: one it refuses raises :class:`~chaos.workload.clientconf.ClientConfigError` naming the key,
+before any client starts (:mod:`chaos.workload.clientconf`, about a millisecond).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from chaos.run.profiles import (
     time_profile,
 )
 from chaos.run.terms import Guarantee
+from chaos.workload.clientconf import check_client_config
 
 __all__ = [
     "ACKS1",
@@ -90,6 +93,7 @@ def producer_config(
 
     A transactional profile gets a ``transactional.id`` unique to ``client_id`` unless one is given, and
     ``message.timeout.ms`` no larger than ``transaction.timeout.ms`` (librdkafka refuses otherwise).
+    Raises :class:`~chaos.workload.clientconf.ClientConfigError` when librdkafka refuses the result.
     """
     config = _common(bootstrap_servers, client_id, time)
     config.update(
@@ -106,6 +110,7 @@ def producer_config(
             int(config["message.timeout.ms"]), int(config["transaction.timeout.ms"])
         )
     config.update(config_items("producer_config", "overrides", dict(overrides or {})))
+    check_client_config("producer", config, f"producer {client_id} (client profile {client.name})")
     return config
 
 
@@ -121,6 +126,7 @@ def consumer_config(
 
     ``isolation.level`` is set explicitly (librdkafka defaults to read_committed, Java to read_uncommitted):
     read_committed only for the transactional profile unless the profile or overrides say otherwise.
+    Raises :class:`~chaos.workload.clientconf.ClientConfigError` when librdkafka refuses the result.
     """
     config = _common(bootstrap_servers, client_id, time)
     config.update(
@@ -135,6 +141,7 @@ def consumer_config(
     )
     config.update(client.consumer_settings)
     config.update(config_items("consumer_config", "overrides", dict(overrides or {})))
+    check_client_config("consumer", config, f"consumer {client_id} (client profile {client.name})")
     return config
 
 

@@ -348,7 +348,9 @@ class TransactionalWorker(ChildProcess):
     module = "chaos.workload.transactional"
 
     def __init__(self, context: RunContext, spec: TxnWorkerSpec) -> None:
-        spec.producer_settings(context)  # refuse a mismatched profile in the parent, not in the child
+        # refuse a mismatched profile or a misspelled setting in the parent, not in the child
+        spec.producer_settings(context)
+        spec.consumer_settings(context)
         super().__init__(spec.name, child_payload(context, spec.to_data()), context.sink)
         self.spec = spec
         self.context = context

@@ -176,12 +176,12 @@ def test_acks_other_than_0_1_all_is_bad_input() -> None:
 
 
 def test_derive_builds_no_client(monkeypatch: pytest.MonkeyPatch) -> None:
-    import chaos.gate.lint as module
+    import chaos.workload.clientconf as module
 
     def refuse(*_: object) -> None:
         raise AssertionError("derive must not build a client")
 
-    monkeypatch.setattr(module, "_construct", refuse)
+    monkeypatch.setattr(module, "construct", refuse)
     assert derive(gate()).kept
 
 

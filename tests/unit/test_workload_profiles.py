@@ -148,10 +148,10 @@ def test_consumer_config() -> None:
     assert int(config["max.poll.interval.ms"]) >= int(config["session.timeout.ms"])
     assert consumer_config(TRANSACTIONAL, BOOT, "c", "g")["isolation.level"] == "read_committed"
     assert (
-        consumer_config(IDEMPOTENT, BOOT, "c", "g", overrides={"max.poll.interval.ms": 7000})[
+        consumer_config(IDEMPOTENT, BOOT, "c", "g", overrides={"max.poll.interval.ms": 10000})[
             "max.poll.interval.ms"
         ]
-        == 7000
+        == 10000
     )
 
 
@@ -165,7 +165,7 @@ def test_consumer_config() -> None:
     ],
 )
 def test_commit_strategy_settings(strategy: CommitStrategy, auto_commit: bool, auto_store: bool) -> None:
-    spec = MemberSpec(name="consumer-0", strategy=strategy, overrides={"max.poll.interval.ms": 7000})  # type: ignore[arg-type]
+    spec = MemberSpec(name="consumer-0", strategy=strategy, overrides={"max.poll.interval.ms": 10000})  # type: ignore[arg-type]
     settings = spec.consumer_settings(CONTEXT)
     assert settings["enable.auto.commit"] is auto_commit
     assert settings["enable.auto.offset.store"] is auto_store
@@ -175,7 +175,7 @@ def test_commit_strategy_settings(strategy: CommitStrategy, auto_commit: bool, a
         BOOT,
     )
     assert settings["session.timeout.ms"] == CI.session_timeout_ms
-    assert settings["max.poll.interval.ms"] == 7000
+    assert settings["max.poll.interval.ms"] == 10000
     assert MemberSpec.from_data(spec.to_data()) == spec
 
 

@@ -18,8 +18,12 @@ __all__ = ["ImageSet", "ImageStatus", "Role", "Source", "ensure_images", "image_
 
 
 def pull_official(role: Role) -> str:
-    """Pull the official image for ``role`` unless present; raise ImagePullFailed saying how to go local."""
+    """Pull the official image for ``role`` unless present; raise ImagePullFailed saying how to go local —
+    when the engine refuses the pull, and when it does not answer in time or drops the connection (a slow
+    or unreachable registry), so ``auto`` falls back to the local build in either case."""
     import docker.errors
+    import requests.exceptions
+    import urllib3.exceptions
 
     ref = official_ref(role)
     if image_present(ref):
@@ -28,8 +32,15 @@ def pull_official(role: Role) -> str:
     try:
         with step(f"pulling {ref}"):
             docker_client().images.pull(repository, tag=tag)
-    except docker.errors.APIError as exc:
-        reason = exc.explanation or str(exc)
+    except (
+        docker.errors.APIError,
+        requests.exceptions.RequestException,
+        urllib3.exceptions.HTTPError,
+    ) as exc:
+        if isinstance(exc, docker.errors.APIError):
+            reason = exc.explanation or str(exc)
+        else:
+            reason = f"{type(exc).__name__}: {exc}"
         raise ImagePullFailed(
             reason,
             f"cannot pull the official {role.value} image {ref}: {reason}\n"
