@@ -32,6 +32,9 @@ _RUN_IDS = pytest.StashKey[list[str]]()
 _REPORT = pytest.StashKey[dict[str, pytest.TestReport]]()
 _HTML_REPORTS = pytest.StashKey[list[str]]()
 _HTML_INDEX = pytest.StashKey[str]()
+_RUNNING = pytest.StashKey[tuple[pytest.Item, dict[str, object]]]()
+"""The test between its setup and teardown reports, with its fixture values (pytest clears them before an
+interrupted session's end): the one an interrupt cut short."""
 _OPTIONS = pytest.StashKey["_Options"]()
 _RUN_DIRS: pytest.StashKey[RunDirs] = pytest.StashKey()
 _ENV_SEED = "CHAOS_SEED"
@@ -262,9 +265,13 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
     item.stash.setdefault(_REPORT, {})[report.when] = report
+    if report.when == "setup":
+        item.config.stash[_RUNNING] = (item, dict(getattr(item, "funcargs", None) or {}))
     if report.when == "teardown":
         from chaos.report.hook import after_teardown
 
+        if _RUNNING in item.config.stash:
+            del item.config.stash[_RUNNING]
         rendered = after_teardown(item, report, item.stash[_REPORT])
         item.config.stash.setdefault(_HTML_REPORTS, []).extend(rendered.lines)
         if rendered.index is not None:
@@ -293,7 +300,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     try:
         yield
     finally:
+        _report_interrupted(session)
         _check_leaks(session)
+
+
+def _report_interrupted(session: pytest.Session) -> None:
+    """The page of a test cut short by Ctrl-C or SIGTERM (its fixtures were torn down just before)."""
+    running = session.config.stash.get(_RUNNING, None)
+    if running is None:
+        return
+    del session.config.stash[_RUNNING]
+    from chaos.report.hook import after_interrupt
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for line in after_interrupt(*running).lines:
+        if reporter is not None:
+            reporter.write_line(f"chaos: interrupted: {line}")
 
 
 def _check_leaks(session: pytest.Session) -> None:

@@ -116,3 +116,27 @@ def test_a_rerun_replaces_the_previous_run(pytester: pytest.Pytester, tmp_path: 
     assert len(runs) == 1, runs
     reports = [line for line in result.stdout.lines if line.startswith("test_inner.py::test_run: ")]
     assert reports == [f"test_inner.py::test_run: fail: {runs[0] / 'report.html'}"], result.stdout.lines
+
+
+def test_an_interrupted_test_still_gets_its_page(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C (or SIGTERM, which the plugin turns into one) in the middle of a test: pytest tears the
+    fixtures down at the session's end, with no teardown report; the page is rendered there."""
+    root = tmp_path / "reports"
+    pytester.makepyfile(
+        test_inner="""
+from tests.report_sample import write_sample_run
+
+def test_cut_short(run_dir):
+    write_sample_run(run_dir, seconds=40, rate=5)
+    raise KeyboardInterrupt("signal SIGTERM")
+"""
+    )
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))  # `tests.report_sample` in the child
+    result = pytester.runpytest_subprocess("--chaos-report-dir", str(root), "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    page = root / "tests" / "test_inner.py_test_cut_short" / "report.html"
+    assert page.exists()
+    result.stdout.fnmatch_lines([f"chaos: interrupted: test_inner.py::test_cut_short: *: {page}"])
+    assert "interrupted" in page.read_text(encoding="utf-8")
