@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup provision chaos test lint smoke bench clean
+.PHONY: setup provision chaos test lint smoke bench clean reliability
 
 setup:
 	@scripts/setup.sh
@@ -31,6 +31,11 @@ lint: setup
 
 clean: setup
 	$(BIN)/chaos clean
+
+## The harness's own reliability (issue 16): kill -9, SIGTERM, Ctrl-C, two sessions, a full disk, the
+## reaper's trust, bad input — real containers, real signals, minutes per test (README, "Reliability").
+reliability: provision
+	$(BIN)/pytest -m reliability tests/reliability $(PYTEST_ARGS)
 
 ## Audit benchmark: Spark vs the pure-Python reference on synthetic runs (slow: see docs/audit.md).
 bench: provision

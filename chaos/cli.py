@@ -287,8 +287,9 @@ def scenarios_list() -> None:
 def scenario_run(scenario_id: str, seed: int | None, profile: str, variant: str | None) -> None:
     """Run one catalog scenario (by id or catalog id, e.g. PB1) through pytest.
 
-    Exit 0 passed, 1 a test failed, 2 bad input (pytest's usage error 4 included) or interrupted, as every
-    harness command. Artifacts go to $CHAOS_REPORT_DIR, else ./reports under the current directory."""
+    Exit 0 passed, 1 a test failed, 2 bad input (pytest's usage error 4 included), 130 interrupted (Ctrl-C
+    or SIGTERM), as every harness command. Artifacts go to $CHAOS_REPORT_DIR, else ./reports under the
+    current directory."""
     import shlex
 
     import pytest
@@ -298,6 +299,8 @@ def scenario_run(scenario_id: str, seed: int | None, profile: str, variant: str 
     args = pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant)
     console.print(f"[dim]pytest {shlex.join(args)}[/dim]", highlight=False)
     status = int(pytest.main(args))
+    if status == pytest.ExitCode.INTERRUPTED:
+        sys.exit(130)
     sys.exit(2 if status in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) else status)
 
 

@@ -443,7 +443,13 @@ class Recorder:
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            written = os.write(self._fd, view)
+            try:
+                written = os.write(self._fd, view)
+            except OSError as exc:  # os.write names no file: name the segment (ENOSPC, EIO...)
+                path = self._rd.segment_path(self._segment)
+                raise OSError(
+                    exc.errno, f"{exc.strerror}; free space or move the report dir", str(path)
+                ) from exc
             view = view[written:]
         self._segment_bytes += len(data)
         self._jsonl_bytes += len(data)

@@ -6,9 +6,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:  # the suite's helpers import Docker and the report; a bare `pytest` need not pay for that
+    from tests.reliability.inner import MakeProject
 
 HERE = Path(__file__).parent.resolve()
 
@@ -28,3 +33,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = [item for item in items if item.get_closest_marker("reliability") is None]
+
+
+@pytest.fixture
+def inner(tmp_path: Path) -> Iterator[MakeProject]:
+    """``inner(name, {path: text})``: a pytest project of its own under ``tmp_path`` to run inner sessions
+    in (:class:`tests.reliability.inner.InnerProject`). At teardown every session's processes are killed and
+    its clusters' resources removed, so a failed test leaves nothing running on the machine."""
+    from tests.reliability.inner import InnerProject
+
+    made: list[InnerProject] = []
+
+    def make(name: str, files: Mapping[str, str]) -> InnerProject:
+        project = InnerProject(tmp_path / name, files)
+        made.append(project)
+        return project
+
+    try:
+        yield make
+    finally:
+        for project in made:
+            project.close()
