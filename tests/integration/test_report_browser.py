@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -241,3 +242,33 @@ def test_a_page_copied_without_its_tree_says_the_charts_are_not_drawn(
     assert "plotly.js did not load" in notice
     assert page.evaluate("document.querySelectorAll('svg.main-svg').length") == 0
     assert any("plotly.js did not load" in error for error in page.errors), page.errors
+
+
+def _real_tree_pages() -> list[Path]:
+    tree = os.environ.get("CHAOS_BROWSER_TREE")
+    return sorted(Path(tree).rglob("report.html")) if tree else []
+
+
+@pytest.mark.skipif(
+    not _real_tree_pages(), reason="set CHAOS_BROWSER_TREE to a real report tree (a gate's --out, reports/)"
+)
+def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
+    """Every page of a real run's tree (a gate run, a make chaos run) from file://: each chart it has is
+    drawn by the tree's one plotly.js, with no console error. Prints the tree's size and page count."""
+    pages = _real_tree_pages()
+    tree = Path(os.environ["CHAOS_BROWSER_TREE"])
+    undrawn: dict[str, object] = {}
+    for report in pages:
+        page.errors.clear()
+        page.open(report.as_uri(), "document.body.getAttribute('data-charts-rendered') !== null")
+        drawn = page.evaluate(
+            "Object.fromEntries([...document.querySelectorAll('.chart')]"
+            ".map(el => [el.id, el.querySelectorAll('svg.main-svg').length]))"
+        )
+        rendered = page.evaluate("document.body.getAttribute('data-charts-rendered')")
+        if not drawn or not all(drawn.values()) or rendered != str(len(drawn)) or page.errors:
+            undrawn[str(report.relative_to(tree))] = {"charts": drawn, "errors": list(page.errors)}
+    size_mb = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file()) / 1e6
+    drawn_pages = len(pages) - len(undrawn)
+    print(f"\nbrowser: {len(pages)} pages of {tree} ({size_mb:.1f} MB), {drawn_pages} fully drawn")
+    assert undrawn == {}
