@@ -358,9 +358,11 @@ class KafkaCluster:
         wait_for_log(broker.container, re.escape(READY_LOG), timeout_s, since=since)
         return time.monotonic() - started
 
-    def capture_logs(self, directory: Path) -> list[Path]:
-        """Write each broker's full log (and Toxiproxy's) to ``directory`` as ``<name>.log.gz``
-        (:mod:`chaos.cluster.logs` reads them back); returns the files."""
+    def capture_logs(self, directory: Path, since: float | None = None) -> list[Path]:
+        """Write each broker's log (and Toxiproxy's) to ``directory`` as ``<name>.log.gz``
+        (:mod:`chaos.cluster.logs` reads them back); returns the files. ``since`` (epoch seconds): only the
+        lines from then on — a run's own window, so its evidence never comes from an earlier run on the
+        session's shared cluster; ``None``: the whole log."""
         written = []
         items: list[tuple[str, DockerContainer]] = [
             (f"broker-{b.node_id}", b.container) for b in self.brokers
@@ -369,7 +371,8 @@ class KafkaCluster:
             items.append(("toxiproxy", self._toxiproxy_container))
         for stem, container in items:
             try:
-                raw = container.get_wrapped_container().logs(timestamps=True)
+                wrapped = container.get_wrapped_container()
+                raw = wrapped.logs(timestamps=True, since=since) if since else wrapped.logs(timestamps=True)
             except Exception as exc:  # a removed container has no logs; say so in the file
                 raw = f"(logs unavailable: {exc})\n".encode()
             written.append(write_log(directory, stem, raw))

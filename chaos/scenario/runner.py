@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Fault)
 
 MAX_WAIT_S: Final = waits.MAX_WAIT_S
+LOG_MARGIN_S: Final = 10.0
+"""Broker log lines kept from before the run started (its logs are cut to its own window)."""
 
 
 class ScenarioRun(RunWorkers):
@@ -213,8 +215,10 @@ class ScenarioRun(RunWorkers):
     def _close_history(self) -> None:
         if self._history is not None:
             history, self._history = self._history, None
+            started = self._info.started_ts
+            since = started - LOG_MARGIN_S if started is not None else None
             with contextlib.suppress(Exception):
-                self.cluster.capture_logs(self.dir / self._info.log_dir)
+                self.cluster.capture_logs(self.dir / self._info.log_dir, since=since)
             history.close()
 
     def _update(self, info: ScenarioInfo | None = None, **changes: Any) -> None:

@@ -317,3 +317,24 @@ def test_a_plan_needs_a_seed_and_fits_the_cluster(tmp_path: Path) -> None:
             run.plan()
         with pytest.raises(ScenarioError, match="for 5 brokers"):
             run.nemesis(Plan(1, 5, ()))
+
+
+def test_a_run_keeps_only_its_own_window_of_the_broker_logs(tmp_path: Path) -> None:
+    """The session's cluster is shared: a run captures the broker logs from its start (less a margin), so
+    its evidence never comes from a line an earlier run caused."""
+    kafka = cluster()
+    asked: list[tuple[Path, float | None]] = []
+
+    def capture(directory: Path, since: float | None = None) -> list[Path]:
+        asked.append((directory, since))
+        return []
+
+    kafka.capture_logs = capture  # type: ignore[method-assign]
+    with ScenarioRun(SCENARIO, "vulnerable", kafka, tmp_path) as run:
+        pass
+    info = read_scenario(run.dir)
+    assert info is not None
+    assert info.started_ts is not None
+    ((directory, since),) = asked
+    assert directory == run.dir / "logs"
+    assert since == pytest.approx(info.started_ts - 10.0)
