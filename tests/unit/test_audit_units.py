@@ -340,13 +340,29 @@ def test_cli_audits_a_saved_run_with_both_engines(tmp_path: Path, audit_spark: A
     assert outputs["spark"]["facts"]["totals"]["sends"] == 5
 
 
-def test_cli_audit_of_a_dir_without_history_is_unknown(tmp_path: Path) -> None:
-    from chaos.cli import cli
+def test_cli_audit_of_a_run_without_history_is_unknown(tmp_path: Path) -> None:
+    """A run killed before its history was written (scenario.json only): inconclusive, exit 3; a directory
+    that is no run at all is bad input (exit 2), and gets no stray audit.json."""
+    import shutil
 
-    result = CliRunner().invoke(cli, ["audit", str(tmp_path), "--engine", "reference"])
+    from chaos.cli import cli
+    from tests.report_sample import write_sample_run
+
+    run_dir = tmp_path / "run"
+    write_sample_run(run_dir, seconds=5, rate=2)
+    shutil.rmtree(run_dir / "history")
+    (run_dir / "audit.json").unlink(missing_ok=True)
+    result = CliRunner().invoke(cli, ["audit", str(run_dir), "--engine", "reference"])
     assert result.exit_code == 3, result.output
-    assert json.loads((tmp_path / "audit.json").read_text())["verdict"] == "unknown"
+    assert json.loads((run_dir / "audit.json").read_text())["verdict"] == "unknown"
     assert log_from_drain([]) == []
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(cli, ["audit", str(empty), "--engine", "reference"])
+    assert result.exit_code == 2, result.output
+    assert "is not a run directory" in result.output
+    assert list(empty.iterdir()) == []
 
 
 def test_spark_fast_path_only_takes_clean_values_and_steps_aside_on_topic_hash_collisions(
