@@ -245,12 +245,11 @@ def describe_rule(rule: Baseline) -> str:
     )
 
 
-def _missing(measure: Measure | None, run: str) -> str | None:
-    """Why ``run`` has no value for a measure, or ``None`` when it has one."""
+def _missing(measure: Measure | None) -> str | None:
+    """Why a run has no value for a measure, or ``None`` when it has one."""
     if measure is not None and measure.observed is not None:
         return None
-    why = measure.note if measure is not None and measure.note else "no value recorded"
-    return f"{run}: {why}"
+    return measure.note if measure is not None and measure.note else "no value recorded"
 
 
 def compare_measure(name: str, old: Measure | None, new: Measure | None, rule: Baseline) -> MeasureComparison:
@@ -258,8 +257,12 @@ def compare_measure(name: str, old: Measure | None, new: Measure | None, rule: B
     before = old.observed if old is not None else None
     after = new.observed if new is not None else None
     if before is None or after is None:
-        reasons = (_missing(old, "the baseline"), _missing(new, "this run"))
-        note = "; ".join(r for r in reasons if r is not None)
+        then, now = _missing(old), _missing(new)
+        if then is not None and then == now:
+            note = f"neither run: {then}"
+        else:
+            reasons = (("the baseline", then), ("this run", now))
+            note = "; ".join(f"{run}: {why}" for run, why in reasons if why)
         return MeasureComparison(name, before, after, None, False, note)
     scale = 1000.0 if UNITS[name] == "ms" else 1.0
     limit = max(before * (1 + rule.tolerance), before + rule.min_change_s * scale)

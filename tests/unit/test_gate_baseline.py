@@ -469,3 +469,10 @@ def test_chaos_gate_hands_the_baseline_to_the_run_and_refuses_a_bad_one(
     assert "the gate cannot run (exit 2; nothing was judged, this is not a verdict)" in output
     assert "missing.json: does not exist; give the gate.json a `chaos gate` run wrote" in output
     assert not (tmp_path / "new").exists()
+
+
+def test_a_measure_neither_run_has_says_why_once() -> None:
+    why = "does not apply: the case injects no fault"
+    missing = Measure("p99_ack_latency_ms", None, note=why)
+    row = compare_measure("p99_ack_latency_ms", missing, missing, RULE)
+    assert (row.compared, row.regressed, row.note) == (False, False, f"neither run: {why}")
