@@ -531,6 +531,7 @@ class GateReport:
             ]
             lines += [f"- harness: {_cell(e)}" for e in self.errors]
         lines += self._baseline_markdown()
+        lines += self._calibration_markdown()
         if self.verdict == "pass" and lint and not lint.get("kept"):
             lines += [
                 "",
@@ -538,6 +539,26 @@ class GateReport:
                 "See `chaos gate --check-only` for the rules and the cases that do.",
             ]
         return "\n".join(lines) + "\n"
+
+    def _calibration_markdown(self) -> list[str]:
+        """The *Calibration* section (``--calibrate``): did each built-in variant reach its verdict here?"""
+        rows = [(case.case, c) for case in self.cases for c in case.calibration]
+        if not rows:
+            return []
+        lines = [
+            "",
+            "### Calibration",
+            "",
+            "The case's built-in variants on this machine: the `vulnerable` one reaching its expected "
+            "verdict shows the fault has teeth.",
+            "",
+            "| case | variant | expected verdict | reached |",
+            "|---|---|---|---|",
+        ]
+        for case_id, c in rows:
+            reached = "yes" if c.matched else f"**no** ({_cell(c.detail or 'not reached')})"
+            lines.append(f"| {case_id} | {c.variant} | {c.expected} | {reached} |")
+        return lines
 
     def _baseline_markdown(self) -> list[str]:
         """The *Against the baseline* section: one row per measure of each case (or why not compared)."""

@@ -108,6 +108,10 @@ def test_a_pass_whose_calibration_did_not_show_the_fault_is_inconclusive() -> No
     result = case("ISR2", attempt("pass"), calibration=(teeth, Calibration("remediated", "pass", True)))
     assert result.outcome == "unknown"
     assert "calibration: vulnerable did not reach its expected verdict fail" in result.message()
+    md = report(result, calibrate=True).markdown()
+    assert "### Calibration" in md
+    assert "| ISR2 | vulnerable | fail | **no** (verdict pass, expected fail) |" in md
+    assert "| ISR2 | remediated | pass | yes |" in md
 
 
 @pytest.mark.parametrize(
