@@ -19,10 +19,12 @@ chaos: provision
 	$(BIN)/pytest -m chaos $(PYTEST_ARGS)
 
 ## Lint, type-check and run the whole test suite, plus one real scenario run whose incident report is
-## checked (issue 7's acceptance: ISR2's vulnerable variant, audited by Spark).
+## checked (issue 7's acceptance: ISR2's vulnerable variant, audited by Spark); then every page of the
+## session's real report tree in headless Chromium (skipped in the first run, which has no tree yet).
 REPORT_CHECK := scenarios/test_isr2_lost_isr.py::test_isr2[vulnerable]
 test: provision lint
 	$(BIN)/pytest tests "$(REPORT_CHECK)" $(PYTEST_ARGS)
+	CHAOS_BROWSER_TREE=reports $(BIN)/pytest -q -p no:cacheprovider tests/integration/test_report_browser.py -k real_tree
 
 lint: setup
 	$(BIN)/ruff check .
