@@ -246,7 +246,7 @@ def test_a_page_copied_without_its_tree_says_the_charts_are_not_drawn(
 
 def _real_tree_pages() -> list[Path]:
     tree = os.environ.get("CHAOS_BROWSER_TREE")
-    return sorted(Path(tree).rglob("report.html")) if tree else []
+    return sorted(Path(tree).resolve().rglob("report.html")) if tree else []
 
 
 @pytest.mark.skipif(
@@ -256,7 +256,7 @@ def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
     """Every page of a real run's tree (a gate run, a make chaos run) from file://: each chart it has is
     drawn by the tree's one plotly.js, with no console error. Prints the tree's size and page count."""
     pages = _real_tree_pages()
-    tree = Path(os.environ["CHAOS_BROWSER_TREE"])
+    tree = Path(os.environ["CHAOS_BROWSER_TREE"]).resolve()
     undrawn: dict[str, object] = {}
     for report in pages:
         page.errors.clear()
