@@ -13,8 +13,6 @@ Layout (``<run_dir>/history/``):
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import os
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from typing import Any, Final
 
 from chaos.errors import HistoryError
 from chaos.run.events import SCHEMA_VERSION
+from chaos.run.locks import FileLock
 
 HISTORY_DIR: Final = "history"
 PARQUET_NAME: Final = "events.parquet"
@@ -88,33 +87,25 @@ class RunDir:
 
 
 class WriterLock:
-    """An exclusive, non-blocking ``flock`` on ``history/.writer.lock``: one writer per run dir."""
+    """An exclusive, non-blocking ``flock`` on ``history/.writer.lock``: one writer per run dir
+    (a :class:`chaos.run.locks.FileLock`)."""
 
     def __init__(self, run_dir: RunDir) -> None:
-        run_dir.history_dir.mkdir(parents=True, exist_ok=True)
-        self._path = run_dir.lock_path
-        self._fd: int | None = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._lock = FileLock(run_dir.lock_path)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            taken = self._lock.try_acquire()
         except OSError as exc:
-            os.close(self._fd)
-            self._fd = None
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise HistoryError(
-                    f"another process or recorder is writing the history under {run_dir.history_dir} "
-                    f"(lock {self._path} is held); close it first, or use another run dir"
-                ) from None
-            raise HistoryError(f"cannot lock {self._path}: {exc}") from exc
-        os.ftruncate(self._fd, 0)
-        os.write(self._fd, f"{os.getpid()}\n".encode())
+            raise HistoryError(f"cannot lock {run_dir.lock_path}: {exc}") from exc
+        if not taken:
+            raise HistoryError(
+                f"another process or recorder is writing the history under {run_dir.history_dir} "
+                f"(lock {run_dir.lock_path} is held); close it first, or use another run dir"
+            )
 
     def release(self) -> None:
         """Drop the lock (idempotent). The file stays: unlinking it could let two later writers lock two
         different inodes of the same path."""
-        if self._fd is None:
-            return
-        os.close(self._fd)  # closing drops the flock
-        self._fd = None
+        self._lock.release()
 
 
 def header_line(run_id: str, segment: int, created_ts: float) -> bytes:
