@@ -77,6 +77,13 @@ KafkaCluster.start = _recording_start
 T = TypeVar("T")
 
 
+def _default_sigint() -> None:
+    """SIGINT as a terminal's foreground job gets it. A job started in the background of a
+    non-interactive shell (``cmd &``, CI wrappers, nohup) inherits SIGINT *ignored*, and Python then
+    installs no KeyboardInterrupt handler: Ctrl-C would be tested on a process that cannot receive it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Session:
     """One inner process in a process group of its own, its output (stdout and stderr) in a file."""
 
@@ -98,6 +105,7 @@ class Session:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_default_sigint,
             )
         self.started = time.monotonic()
 
