@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chaos.audit.connector import ensure_connector_jars
@@ -37,7 +41,7 @@ def spark_session(
         builder = builder.config("spark.sql.files.minPartitionNum", "16")
         builder = builder.config("spark.sql.files.openCostInBytes", str(1 << 20))
         builder = builder.config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
-    return (
+    builder = (
         builder.master(master)
         .appName(app_name)
         .config("spark.jars", jars)
@@ -46,5 +50,30 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", "16")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
     )
+    before = _children()
+    try:
+        return builder.getOrCreate()
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM) while the JVM starts: pyspark's gateway JVM ignores SIGINT and only
+        # watches its stdin for our exit once it has written its connection file, which pyspark deletes
+        # as it gives up — so that JVM would live on. Stop the children this call started.
+        for pid in _children() - before:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        raise
+
+
+def _children() -> set[int]:
+    """The pids of this process's direct children (Linux ``/proc``; empty where there is none)."""
+    me, found = os.getpid(), set()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    stat = Path(entry.path, "stat").read_text()
+                except OSError:  # gone meanwhile
+                    continue
+                if int(stat.rpartition(")")[2].split()[1]) == me:
+                    found.add(int(entry.name))
+    return found
