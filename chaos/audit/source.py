@@ -137,8 +137,3 @@ def drain_log(history: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return history.where(F.col("kind") == "drain_read").select(*LOG_COLUMNS)
-
-
-def arrow_to_spark(spark: SparkSession, table: pa.Table) -> DataFrame:
-    """An Arrow table as a DataFrame (through Arrow, without per-row Python objects)."""
-    return spark.createDataFrame(table)

@@ -204,6 +204,13 @@ def read_events(run_dir: RunDirLike, *, kinds: Iterable[str] | None = None) -> l
     return list(events_from_table(read_history(run_dir, kinds=kinds)))
 
 
+def arrow_to_spark(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """An Arrow table as a DataFrame (through Arrow, without per-row Python objects). Its chunks are
+    combined first: pyspark 4.1's ``createDataFrame`` silently drops every record batch after an empty one
+    (a history whose JSONL segment is empty, a run with an empty log)."""
+    return spark.createDataFrame(table.combine_chunks())
+
+
 def to_spark(spark: SparkSession, run_dir: RunDirLike, *, kinds: Iterable[str] | None = None) -> DataFrame:
     """The run's history as a Spark DataFrame with the columns of :data:`ARROW_SCHEMA`.
 
@@ -215,7 +222,7 @@ def to_spark(spark: SparkSession, run_dir: RunDirLike, *, kinds: Iterable[str] |
         _parquet_version(rd.parquet_path)
         df = spark.read.parquet(str(rd.parquet_path))
     else:
-        df = spark.createDataFrame(load_history(rd).table)
+        df = arrow_to_spark(spark, load_history(rd).table)
     if kinds is not None:
         df = df.where(df["kind"].isin(list(check_kinds(kinds))))
     return df

@@ -23,6 +23,7 @@ from chaos.history.events import (
     SendOutcome,
     value_id_for,
 )
+from chaos.history.reader import arrow_to_spark
 from chaos.run.terms import GUARANTEES
 
 T0 = 1_700_000_000.0
@@ -194,8 +195,8 @@ def test_spark_agrees_on_hand_cases_and_unreadable_topic(audit_spark: Any) -> No
     from chaos.audit.sparkjob import spark_audit
 
     runs = _problem_runs()
-    history = audit_spark.createDataFrame(pa.concat_tables([history_table(ev) for ev, _ in runs.values()]))
-    log = audit_spark.createDataFrame(pa.concat_tables([log_table(lg, run) for run, (_, lg) in runs.items()]))
+    history = arrow_to_spark(audit_spark, pa.concat_tables([history_table(ev) for ev, _ in runs.values()]))
+    log = arrow_to_spark(audit_spark, pa.concat_tables([log_table(lg, run) for run, (_, lg) in runs.items()]))
     got = spark_audit(history, log)
     assert got == {run: reference_audit(ev, lg, run_id=run) for run, (ev, lg) in runs.items()}
     unread = spark_audit(history, None)
@@ -375,8 +376,8 @@ def test_spark_fast_path_only_takes_clean_values_and_steps_aside_on_topic_hash_c
 
     events, log = _availability_run("c")
     log.append(LogRecord("u", 0, 0, None, "read_uncommitted"))  # a second topic, holding a foreign record
-    history = audit_spark.createDataFrame(history_table(events))
-    topic = audit_spark.createDataFrame(log_table(log, "c"))
+    history = arrow_to_spark(audit_spark, history_table(events))
+    topic = arrow_to_spark(audit_spark, log_table(log, "c"))
     want = reference_audit(events, log, run_id="c")
     # seq 0 is the only value delivered; the others are unseen or lost, so they take the general path
     assert clean_value_ids(history, topic) == {value_id_for("c", "p", 0)}

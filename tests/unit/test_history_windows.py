@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from chaos.audit.reference import reference_audit
 from chaos.audit.source import history_table, log_table
 from chaos.history import Event, FaultEvent, Recorder, SendInvoke, SendOutcome, json_text, load_history
+from chaos.history.reader import arrow_to_spark
 from chaos.history.windows import fault_seq, fault_windows
 from chaos.report.timeline import fault_spans
 from chaos.scenario import views
@@ -129,6 +131,19 @@ def test_spark_pairs_like_the_reference(audit_spark: Any) -> None:
     from chaos.audit.sparkjob import spark_audit
 
     events, log = _run()
-    history = audit_spark.createDataFrame(history_table(events))
-    got = spark_audit(history, audit_spark.createDataFrame(log_table(log, "w")))
+    history = arrow_to_spark(audit_spark, history_table(events))
+    got = spark_audit(history, arrow_to_spark(audit_spark, log_table(log, "w")))
     assert got == {"w": reference_audit(events, log, run_id="w")}
+
+
+def test_arrow_to_spark_keeps_the_batches_after_an_empty_one(audit_spark: Any) -> None:
+    """pyspark 4.1's createDataFrame drops every record batch after an empty one: a JSONL-only history
+    with an empty segment lost the events after it."""
+    events, _ = _run()
+    table = history_table(events)
+    empty = pa.RecordBatch.from_pylist([], schema=table.schema)
+    batches = [*table.slice(0, 2).to_batches(), empty, *table.slice(2).to_batches()]
+    chunked = pa.Table.from_batches(batches, schema=table.schema)
+    assert chunked.num_rows == len(events) > 2
+    assert chunked.column(0).num_chunks == 3
+    assert arrow_to_spark(audit_spark, chunked).count() == len(events)
