@@ -6,7 +6,10 @@ and must return *equal* ones for the same input; docs/audit.md defines every fie
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -28,6 +31,13 @@ ANOMALIES: Final[tuple[str, ...]] = (
     "unexpected",
 )
 """Every anomaly name, in report order."""
+
+TxnState = Literal["committed", "aborted", "indeterminate"]
+TxnRecorded = Literal["committed", "aborted", "fenced", "unknown"]
+
+FENCED_ERRORS: Final = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+"""End-marker errors that say a newer instance of the transactional id bumped the epoch: the coordinator
+aborts the open transaction when it does (docs/audit.md, "Transactions")."""
 
 DEFAULT_MAX_EXAMPLES: Final = 10
 PERCENTILES: Final[tuple[int, ...]] = (50, 99)
@@ -318,3 +328,75 @@ def nearest_rank(sorted_values: list[float], percentile: int) -> float | None:
         return None
     rank = (percentile * n + 99) // 100
     return sorted_values[max(rank, 1) - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class TxnAttempt:
+    """One transaction attempt of a producer process (docs/audit.md, "Transactions").
+
+    ``att`` identifies it in its run: the record index of its end marker, or of its begin when no end was
+    recorded. ``begin`` is ``None`` for an end with no begin recorded before it (such an attempt has no
+    span). Its sends are the process's ``send_invoke`` events strictly between ``begin`` and ``close`` (its
+    end or the process's next ``begin``, whichever is first; ``None``: the end of the history).
+    """
+
+    att: int
+    process: str
+    begin: int | None
+    close: int | None
+    recorded: TxnRecorded
+
+
+TxnMarkerRow = tuple[int, str, str, str, str, str | None]
+"""A ``txn`` event as the attempts need it: ``(index, process, transactional_id, action, outcome, error)``."""
+
+
+def txn_attempts(markers: Iterable[TxnMarkerRow]) -> list[TxnAttempt]:
+    """One run's transaction attempts from its ``txn`` markers, ordered by ``att``. Both engines pair them
+    with this function (the Spark job on the driver: markers are few)."""
+    open_begin: dict[tuple[str, str], int] = {}
+    begins: dict[str, list[int]] = defaultdict(list)
+    found: list[tuple[int, str, int | None, int | None, TxnRecorded]] = []
+    for index, process, txn_id, action, outcome, error in sorted(markers):
+        key = (process, txn_id)
+        if action == "begin":
+            if outcome != "ok":
+                continue  # begin_transaction() failed: nothing was begun
+            if key in open_begin:  # the previous attempt's end was never recorded
+                earlier = open_begin[key]
+                found.append((earlier, process, earlier, None, "unknown"))
+            open_begin[key] = index
+            begins[process].append(index)
+            continue
+        begin = open_begin.pop(key, None)
+        found.append((index, process, begin, index, _recorded(action, outcome, error)))
+    found.extend((begin, process, begin, None, "unknown") for (process, _), begin in open_begin.items())
+    attempts = []
+    for att, process, begin, end, recorded in found:
+        close = None
+        if begin is not None:
+            of_process = begins[process]
+            later = bisect.bisect_right(of_process, begin)
+            bounds = [
+                x for x in (end, of_process[later] if later < len(of_process) else None) if x is not None
+            ]
+            close = min(bounds) if bounds else None
+        attempts.append(TxnAttempt(att, process, begin, close, recorded))
+    return sorted(attempts, key=lambda a: a.att)
+
+
+def _recorded(action: str, outcome: str, error: str | None) -> TxnRecorded:
+    if outcome == "ok":
+        return "committed" if action == "commit" else "aborted"
+    return "fenced" if error in FENCED_ERRORS else "unknown"
+
+
+def attempt_state(recorded: TxnRecorded, observed_committed: bool, observed_aborted: bool) -> TxnState:
+    """An attempt's outcome: a recorded commit or abort; else what the log shows (a record of its sends read
+    at read_committed: committed), a fenced end (aborted), the log again (a record of its sends observed
+    aborted), else indeterminate."""
+    if recorded == "committed" or (recorded != "aborted" and observed_committed):
+        return "committed"
+    if recorded in ("aborted", "fenced") or observed_aborted:
+        return "aborted"
+    return "indeterminate"

@@ -6,14 +6,17 @@ Spark job (:mod:`chaos.audit.sparkjob`) must return exactly what it returns. Mem
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 from chaos.audit.model import (
     ANOMALIES,
     DEFAULT_OPTIONS,
+    ISOLATION_LEVELS,
     PERCENTILES,
     AnomalyReport,
     AuditFacts,
@@ -24,8 +27,11 @@ from chaos.audit.model import (
     LatencyStats,
     LogRecord,
     Totals,
+    TxnState,
+    attempt_state,
     make_report,
     nearest_rank,
+    txn_attempts,
 )
 from chaos.history.events import (
     Delivery,
@@ -41,6 +47,27 @@ from chaos.history.events import (
 from chaos.history.windows import fault_windows
 
 Position = tuple[str, int, int]
+
+
+RC: Final = "read_committed"
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """One send of a value: its invoke's topic, the attempt it was made in, its outcome (index, event)."""
+
+    topic: str
+    att: int | None
+    outcome: tuple[int, SendOutcome] | None
+
+    def ack_at(self) -> Position | None:
+        """The position its ok outcome names, if any."""
+        if self.outcome is None:
+            return None
+        out = self.outcome[1]
+        if out.outcome != "ok" or out.partition is None or out.offset is None:
+            return None
+        return (self.topic, out.partition, out.offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,19 +104,21 @@ def reference_audit(
         run_id = history[0].run_id if history else "unknown"
     invokes: dict[str, _Send] = {}
     outcomes: dict[str, SendOutcome] = {}
+    sends: dict[str, list[tuple[int, SendInvoke]]] = defaultdict(list)
+    answers: dict[str, list[tuple[int, SendOutcome]]] = defaultdict(list)
     deliveries: list[tuple[int, Delivery]] = []
     rebalances: list[int] = []
     drain_reads: list[DrainRead] = []
     drain_last: dict[tuple[str, int, str], DrainEnd] = {}
     faults: list[FaultEvent] = []
-    in_txn: set[str] = set()
-    committed: set[str] = set()
-    aborted: set[str] = set()
+    markers: list[tuple[int, TxnMarker]] = []
     for index, e in enumerate(history):
         if isinstance(e, SendInvoke):
             invokes.setdefault(e.value_id, _Send(e.producer, e.seq, e.key, e.topic, e.ts, e.mono))
+            sends[e.value_id].append((index, e))
         elif isinstance(e, SendOutcome):
             outcomes.setdefault(e.value_id, e)
+            answers[e.value_id].append((index, e))
         elif isinstance(e, Delivery):
             deliveries.append((index, e))
         elif isinstance(e, Rebalance):
@@ -100,26 +129,12 @@ def reference_audit(
             drain_last[(e.topic, e.partition, e.isolation)] = e
         elif isinstance(e, FaultEvent):
             faults.append(e)
-        elif isinstance(e, TxnMarker) and e.action != "begin":
-            in_txn.update(e.value_ids)
-            if e.outcome == "ok":
-                (committed if e.action == "commit" else aborted).update(e.value_ids)
+        elif isinstance(e, TxnMarker):
+            markers.append((index, e))
 
-    def send_failed(v: str) -> bool:
-        out = outcomes.get(v)
-        return out is not None and out.outcome == "fail"
-
-    def failed(v: str) -> bool:
-        return send_failed(v) or v in aborted
-
-    def acked(v: str) -> bool:
-        out = outcomes.get(v)
-        return (
-            out is not None
-            and out.outcome == "ok"
-            and v not in aborted
-            and (v not in in_txn or v in committed)
-        )
+    log_records = list(log or ())
+    txn = _transactions(sends, answers, markers, log_records, drain_last)
+    status = txn.status
 
     def send_ts(v: str) -> float:
         out = outcomes.get(v)
@@ -137,32 +152,37 @@ def reference_audit(
             problems.append(f"drain incomplete: {topic}[{partition}] {isolation} ({end.error})")
 
     records = sorted(
-        {(r.topic, r.partition, r.offset, r.value_id) for r in (log or ())},
+        {(r.topic, r.partition, r.offset, r.value_id) for r in log_records},
         key=lambda p: (p[0], p[1], p[2], p[3] is not None, p[3] or ""),
     )
+    # a value's positions in the log: where it was read at any level, except its records observed aborted
     positions: dict[str, list[Position]] = defaultdict(list)  # sorted, since records are
     for topic, partition, offset, v in records:
-        if v is not None and (not positions[v] or positions[v][-1] != (topic, partition, offset)):
+        if v is not None and not txn.observed_aborted(v, topic, partition, offset):
             positions[v].append((topic, partition, offset))
     delivered = {d.value_id for _, d in deliveries if d.value_id is not None}
     found: dict[str, list[Example]] = {name: [] for name in ANOMALIES}
+    group_committed = options.group_isolation == RC
 
     for v, send in invokes.items():
         out = outcomes.get(v)
         where = positions.get(v)
         if where is None:
-            if acked(v):
-                assert out is not None
-                found["lost_acked"].append(Example(v, send.topic, out.partition, out.offset, out.ts))
-            elif not failed(v):
+            if status[v] == "acked":
+                ack_topic, ack = txn.first_ack[v]
+                found["lost_acked"].append(Example(v, ack_topic, ack.partition, ack.offset, ack.ts))
+            elif status[v] != "failed":
                 part = out.partition if out is not None else None
                 found["lost_indeterminate"].append(Example(v, send.topic, part, None, send_ts(v)))
             continue
         first = where[0]
-        if not failed(v) and v not in delivered:
+        expected = status[v] != "failed" and not (group_committed and v in txn.pending)
+        if expected and v not in delivered:
             found["unseen_by_group"].append(Example(v, *first, send_ts(v)))
-        if len(where) > 1:
-            found["duplicate_in_log"].append(Example(v, *first, send_ts(v)))
+        for _, in_topic in itertools.groupby(where, key=lambda p: p[0]):
+            of_topic = list(in_topic)
+            if len(of_topic) > 1:  # a copy in another topic (consume-transform-produce) is no duplicate
+                found["duplicate_in_log"].append(Example(v, *of_topic[0], send_ts(v)))
 
     # duplicate deliveries: every delivery of a value after its first; "after_rebalance" when a rebalance
     # callback was recorded between the previous delivery of that value and this one
@@ -218,16 +238,18 @@ def reference_audit(
                 Example(named[0] if named else None, topic, partition, offset, None)
             )
 
-    # aborted reads: a value that definitely failed, observed by a reader that must not see it
+    # aborted reads (G1a), judged per record: what a reader at that level must not see
     bad_reads: dict[str, list[Position]] = defaultdict(list)
     observations = [
         (d.value_id, d.topic, d.partition, d.offset, options.group_isolation) for _, d in deliveries
     ]
-    observations += [(r.value_id, r.topic, r.partition, r.offset, r.isolation) for r in (log or ())]
+    observations += [(r.value_id, r.topic, r.partition, r.offset, r.isolation) for r in log_records]
     for v, topic, partition, offset, isolation in observations:
-        if v is None or v not in invokes:
-            continue
-        if send_failed(v) or (v in aborted and isolation == "read_committed"):
+        if (
+            v is not None
+            and v in invokes
+            and txn.bad_read(v, invokes[v].topic, (topic, partition, offset), isolation)
+        ):
             bad_reads[v].append((topic, partition, offset))
     for v, where in bad_reads.items():
         found["aborted_read"].append(Example(v, *min(where), send_ts(v)))
@@ -240,14 +262,164 @@ def reference_audit(
     anomalies = tuple((name, make_report(found[name], len(found[name]), n)) for name in ANOMALIES)
     totals = Totals(
         sends=len(invokes),
-        acked=sum(1 for v in invokes if acked(v)),
-        failed=sum(1 for v in invokes if failed(v)),
-        indeterminate=sum(1 for v in invokes if not acked(v) and not failed(v)),
+        acked=sum(1 for v in invokes if status[v] == "acked"),
+        failed=sum(1 for v in invokes if status[v] == "failed"),
+        indeterminate=sum(1 for v in invokes if status[v] == "indeterminate"),
         log_records=len(records),
         deliveries=len(deliveries),
     )
     availability = _availability(history, faults)
     return AuditFacts(run_id, anomalies, availability, totals, tuple(sorted(set(problems))))
+
+
+@dataclass(frozen=True, slots=True)
+class _Transactions:
+    """What the transactions say about each sent value (docs/audit.md, "Transactions")."""
+
+    status: dict[str, str]  # acked | failed | indeterminate
+    first_ack: dict[str, tuple[str, SendOutcome]]  # the earliest acked send: its topic and outcome
+    unwritten: set[str]  # every send failed by its own outcome
+    pending: set[str]  # indeterminate, with a send in an indeterminate attempt
+    aborted_acks: dict[str, set[Position]]  # ack positions of sends made in aborted attempts
+    carried_aborted: set[str]  # listed by ends, none committed, the last one aborted
+    committed_reads: set[tuple[str, int, int, str | None]]
+    uncommitted_reads: set[tuple[str, int, int, str | None]]
+    committed_drain: dict[tuple[str, int], DrainEnd]
+
+    def observed_aborted(self, v: str, topic: str, partition: int, offset: int) -> bool:
+        """v's record at that position was read only at read_uncommitted, and the read_committed drain of
+        its partition completed past it: the record is in an aborted transaction."""
+        record = (topic, partition, offset, v)
+        if record in self.committed_reads or record not in self.uncommitted_reads:
+            return False
+        end = self.committed_drain.get((topic, partition))
+        return (
+            end is not None
+            and end.outcome == "ok"
+            and end.low_offset is not None
+            and end.high_offset is not None
+            and end.low_offset <= offset < end.high_offset
+        )
+
+    def bad_read(self, v: str, sent_to: str, at: Position, isolation: str) -> bool:
+        """Whether a reader at ``isolation`` must not have seen v at ``at`` (an aborted read)."""
+        if v in self.unwritten:
+            return True
+        if isolation != RC:
+            return False
+        if self.observed_aborted(v, *at):
+            return True
+        if at[0] == sent_to:
+            return self.status[v] == "failed" or at in self.aborted_acks.get(v, ())
+        return v in self.carried_aborted
+
+
+def _transactions(
+    sends: dict[str, list[tuple[int, SendInvoke]]],
+    answers: dict[str, list[tuple[int, SendOutcome]]],
+    markers: list[tuple[int, TxnMarker]],
+    log_records: list[LogRecord],
+    drain_last: dict[tuple[str, int, str], DrainEnd],
+) -> _Transactions:
+    read_at: dict[str, set[tuple[str, int, int, str | None]]] = {level: set() for level in ISOLATION_LEVELS}
+    for r in log_records:
+        read_at[r.isolation].add((r.topic, r.partition, r.offset, r.value_id))
+    view = _Transactions(
+        status={},
+        first_ack={},
+        unwritten=set(),
+        pending=set(),
+        aborted_acks=defaultdict(set),
+        carried_aborted=set(),
+        committed_reads=read_at[RC],
+        uncommitted_reads=read_at["read_uncommitted"],
+        committed_drain={(t, p): end for (t, p, level), end in drain_last.items() if level == RC},
+    )
+    attempts = txn_attempts(
+        (i, m.process, m.transactional_id, m.action, m.outcome, m.error) for i, m in markers
+    )
+    spans: dict[str, list[tuple[int, int | None, int]]] = defaultdict(list)  # process -> (begin, close, att)
+    for attempt in attempts:
+        if attempt.begin is not None:
+            spans[attempt.process].append((attempt.begin, attempt.close, attempt.att))
+    for of_process in spans.values():
+        of_process.sort()
+
+    def attempt_of(index: int, process: str) -> int | None:
+        of_process = spans.get(process, [])
+        at = bisect.bisect_left(of_process, (index,)) - 1
+        if at < 0:
+            return None
+        begin, close, att = of_process[at]
+        return att if begin < index and (close is None or index < close) else None
+
+    first_index: dict[str, int] = {}
+    pairs: dict[str, list[_Pair]] = {}
+    for v, made in sends.items():  # the k-th outcome of a value answers its k-th invoke
+        given = answers.get(v, [])
+        pairs[v] = [
+            _Pair(e.topic, attempt_of(index, e.process), given[k] if k < len(given) else None)
+            for k, (index, e) in enumerate(made)
+        ]
+    seen_committed: set[int] = set()
+    seen_aborted: set[int] = set()
+    for v, of_value in pairs.items():
+        for pair in of_value:
+            ack_at = pair.ack_at()
+            if pair.att is None or ack_at is None:
+                continue
+            if (*ack_at, v) in view.committed_reads:
+                seen_committed.add(pair.att)
+            elif view.observed_aborted(v, *ack_at):
+                seen_aborted.add(pair.att)
+    state: dict[int, TxnState] = {
+        a.att: attempt_state(a.recorded, a.att in seen_committed, a.att in seen_aborted) for a in attempts
+    }
+
+    # a value's status follows its sends: acked if one was acked, failed if every one failed
+    for v, of_value in pairs.items():
+        verdicts = []
+        in_open_txn = False
+        for pair in of_value:
+            txn = state[pair.att] if pair.att is not None else None
+            outcome = pair.outcome[1].outcome if pair.outcome is not None else None
+            if outcome == "ok" and txn in (None, "committed"):
+                verdicts.append("acked")
+                assert pair.outcome is not None
+                if v not in first_index or pair.outcome[0] < first_index[v]:
+                    view.first_ack[v] = (pair.topic, pair.outcome[1])
+                    first_index[v] = pair.outcome[0]
+            elif outcome == "fail" or txn == "aborted":
+                verdicts.append("failed")
+            else:
+                verdicts.append("indeterminate")
+                in_open_txn = in_open_txn or txn == "indeterminate"
+            ack_at = pair.ack_at()
+            if txn == "aborted" and ack_at is not None:
+                view.aborted_acks[v].add(ack_at)
+        if "acked" in verdicts:
+            view.status[v] = "acked"
+        elif all(x == "failed" for x in verdicts):
+            view.status[v] = "failed"
+        else:
+            view.status[v] = "indeterminate"
+            if in_open_txn:
+                view.pending.add(v)
+        if all(p.outcome is not None and p.outcome[1].outcome == "fail" for p in of_value):
+            view.unwritten.add(v)
+    # values carried by attempts (listed by their end markers): aborted if none of those attempts
+    # committed and the last of them aborted
+    listed: dict[str, list[tuple[int, TxnState]]] = defaultdict(list)
+    for index, m in markers:
+        if m.action != "begin":
+            for v in set(m.value_ids):
+                listed[v].append((index, state[index]))
+    view.carried_aborted.update(
+        v
+        for v, ends in listed.items()
+        if all(s != "committed" for _, s in ends) and max(ends)[1] == "aborted"
+    )
+    return view
 
 
 def _availability(history: list[Event], faults: list[FaultEvent]) -> Availability:

@@ -8,7 +8,8 @@ of generated runs in one job; a real audit has one):
 - ``log``: the topic's real contents, columns :data:`LOG_COLUMNS` (see :mod:`chaos.audit.source`), or
   ``None`` when the topic could not be read.
 
-How it runs — three Spark actions (and one small ``collect`` of the fault events), no Python UDFs:
+How it runs — three Spark actions (and small ``collect``s: the fault events, the transaction markers and,
+when a transaction has a ``begin``, one row per attempt), no Python UDFs:
 
 1. **Per value** (:func:`_per_value`). First a hash aggregate per ``(run_id, value_id)`` over the
    history's value events and the log records — fixed-width counters and minima/maxima only, so Spark
@@ -23,6 +24,12 @@ How it runs — three Spark actions (and one small ``collect`` of the fault even
    value's counts and per-value anomaly instances (lost, unseen, duplicated, aborted reads, duplicate
    deliveries, unexpected records) on its first row, an observed position, a reorder-chain link. Both
    paths give a clean value the same single row. That table is persisted and materialised (a count).
+   Transactions (docs/audit.md, "Transactions"): the attempts are paired on the driver
+   (:func:`chaos.audit.model.txn_attempts`, the reference's function); the invokes of processes that
+   began one are sorted per process to find their span (:func:`_in_attempts`); the general path pairs each
+   invoke with its outcome and looks its ack position up in the value's log reads; what the log shows of
+   each attempt is collected (:func:`_attempt_states`, one row per attempt) and joins back before the
+   statuses and aborted reads are decided (:func:`_emitted`, same sort).
 2. **Per check** (:func:`_parts`). The reorder chains (window by producer, key and partition) and the
    observed positions (inconsistent offsets: a distinct and a count, both hash aggregates) each shuffle
    only their rows; totals are summed with map-side partial aggregation; instances are counted and the
@@ -60,7 +67,11 @@ from chaos.audit.model import (
     FaultWindow,
     LatencyStats,
     Totals,
+    TxnAttempt,
+    TxnMarkerRow,
+    attempt_state,
     make_report,
+    txn_attempts,
 )
 from chaos.errors import AuditError
 from chaos.history.windows import fault_windows
@@ -74,6 +85,7 @@ HISTORY_COLUMNS: Final[tuple[str, ...]] = (
     "kind",
     "ts",
     "mono",
+    "process",
     "value_id",
     "producer",
     "seq",
@@ -86,9 +98,12 @@ HISTORY_COLUMNS: Final[tuple[str, ...]] = (
     "error",
     "action",
     "isolation",
+    "low_offset",
+    "high_offset",
     "fault",
     "target",
     "params",
+    "transactional_id",
     "value_ids",
 )
 """The history columns the job reads."""
@@ -110,7 +125,8 @@ _EXAMPLE_COLUMNS: Final = ("value_id", "topic", "partition", "offset", "ts")
 # transaction markers), deliveries, log records
 _SEND, _DELIVERY, _LOG = 0, 1, 2
 _VALUE_KEY: Final = ("vh", "run_id", "value_id")
-_VALUE_ORDER: Final = ("src", "di", "lt", "lp", "lo", "index")
+_VALUE_ORDER: Final = ("src", "di", "lt", "lp", "lo", "isolation", "index")
+_RC: Final = "read_committed"
 _INSTANCE_TYPE: Final = (
     "array<struct<anomaly:string, value_id:string, topic:string, partition:int, offset:bigint, ts:double>>"
 )
@@ -171,8 +187,9 @@ def spark_audit(
                 )
             )
             # about one row per value; four consumers read it, each shuffling only what it needs
+            attempts = _txn_attempts(F, control)
             per_value, scratch = _per_value(
-                F, Window, h, control, log, options, hold, fast_path=not log_missing
+                F, Window, h, control, log, options, hold, attempts, fast_path=not log_missing
             )
             hold(per_value).count()  # materialised now, so what it was built from can go
             for df in scratch:
@@ -321,6 +338,7 @@ def _per_value(
     log: DataFrame,
     options: AuditOptions,
     hold: Callable[[DataFrame], DataFrame],
+    attempts: dict[str, list[TxnAttempt]],
     *,
     fast_path: bool = True,
 ) -> tuple[DataFrame, list[DataFrame]]:
@@ -335,29 +353,55 @@ def _per_value(
     give a clean value the same single row. Returns the rows and the frames persisted (through ``hold``)
     to build them, which can go once the rows are materialised.
     """
-    rows = _value_rows(F, h, control, log)
+    rows = _value_rows(F, h, control, log, attempts)
+    scratch: list[DataFrame] = []
     if not fast_path:
-        return _traced(F, Window, control, rows, options), []
+        return _traced(F, Window, control, rows, options, attempts, hold, scratch), scratch
     summary = hold(_value_summary(F, h, log, rows))
+    scratch.append(summary)
     clean = _clean_values(F, h, summary)
     other = summary.where(~F.col("clean")).select(
         F.col("run_id").alias("o_run"), F.col("value_id").alias("o_id")
     )
     n_other = other.count()
     if n_other == 0:
-        return clean, [summary]
+        return clean, scratch
     others = rows.join(
         F.broadcast(other) if n_other <= _BROADCAST_KEYS else other,
         (F.col("run_id") == F.col("o_run")) & F.col("value_id").eqNullSafe(F.col("o_id")),
         "left_semi",
     )
-    return clean.unionByName(_traced(F, Window, control, others, options)), [summary]
+    return clean.unionByName(_traced(F, Window, control, others, options, attempts, hold, scratch)), scratch
 
 
-def _value_rows(F: Any, h: DataFrame, control: DataFrame, log: DataFrame) -> DataFrame:
+def _txn_attempts(F: Any, control: DataFrame) -> dict[str, list[TxnAttempt]]:
+    """Each run's transaction attempts, paired on the driver by the reference's function (markers are few
+    and ``control`` is in memory)."""
+    markers = (
+        control.where(F.col("kind") == "txn")
+        .select(
+            "run_id", F.col("index").alias("i"), "process", "transactional_id", "action", "outcome", "error"
+        )
+        .collect()
+    )
+    by_run: dict[str, list[TxnMarkerRow]] = defaultdict(list)
+    for m in markers:
+        by_run[m.run_id].append((m.i, m.process, m.transactional_id, m.action, m.outcome, m.error))
+    return {run: txn_attempts(of_run) for run, of_run in by_run.items()}
+
+
+def _value_rows(
+    F: Any,
+    h: DataFrame,
+    control: DataFrame,
+    log: DataFrame,
+    attempts: dict[str, list[TxnAttempt]] | None = None,
+) -> DataFrame:
     """Every row that belongs to a value: send events, transaction markers (one per value they name),
     deliveries and log records; ``src`` says which, ``di``/``lt``/``lp``/``lo`` hold a delivery's or log
-    record's index and position."""
+    record's index and position. ``att``: the attempt an invoke was made in (its span), a marker's own
+    (its index); ``covered``: a log record read at read_uncommitted whose partition's read_committed drain
+    completed past it."""
     kind = F.col("kind")
     delivery = kind == "delivery"
     sends_and_deliveries = h.where(
@@ -371,26 +415,89 @@ def _value_rows(F: Any, h: DataFrame, control: DataFrame, log: DataFrame) -> Dat
         F.when(delivery, F.col("offset")).alias("lo"),
         "ts",
         # a delivery's own fields are in di/lt/lp/lo: do not shuffle them twice
-        *(F.when(~delivery, F.col(c)).alias(c)
-          for c in ("kind", "index", "producer", "seq", "key", "topic", "partition", "offset", "outcome")),
+        *(F.when(~delivery, F.col(c)).alias(c) for c in (
+            "kind", "index", "process", "producer", "seq", "key", "topic", "partition", "offset", "outcome")),
     )  # fmt: skip
+    sends_and_deliveries = _in_attempts(F, h.sparkSession, sends_and_deliveries, attempts or {})
     txn_markers = control.where((kind == "txn") & (F.col("action") != "begin")).select(
-        "run_id", F.explode("value_ids").alias("value_id"), F.lit(_SEND).alias("src"),
-        "kind", "index", "outcome", "action",
+        "run_id", F.explode(F.array_distinct("value_ids")).alias("value_id"), F.lit(_SEND).alias("src"),
+        "kind", "index", "outcome", "action", F.col("index").alias("att"),
     )  # fmt: skip
+    last_rc_drain = (
+        control.where((kind == "drain_end") & (F.col("isolation") == _RC))
+        .groupBy("run_id", F.col("topic").alias("lt"), F.col("partition").alias("lp"))
+        .agg(F.max_by(F.struct("outcome", "low_offset", "high_offset"), "index").alias("drain"))
+    )
+    drain = F.col("drain")
     log_records = log.select(
         "run_id", "value_id", F.lit(_LOG).alias("src"), F.col("topic").alias("lt"),
         F.col("partition").alias("lp"), F.col("offset").alias("lo"), "isolation",
-    )  # fmt: skip
-    return sends_and_deliveries.unionByName(txn_markers, allowMissingColumns=True).unionByName(
-        log_records, allowMissingColumns=True
+    ).join(F.broadcast(last_rc_drain), ["run_id", "lt", "lp"], "left").select(
+        "*",
+        F.coalesce(
+            (F.col("isolation") != _RC) & (drain.outcome == "ok") & (drain.low_offset <= F.col("lo"))
+            & (F.col("lo") < drain.high_offset),
+            F.lit(False),
+        ).alias("covered"),
+    ).drop("drain")  # fmt: skip
+    return (
+        sends_and_deliveries.drop("process")
+        .unionByName(txn_markers, allowMissingColumns=True)
+        .unionByName(log_records, allowMissingColumns=True)
     )
 
 
+def _in_attempts(F: Any, spark: Any, rows: DataFrame, attempts: dict[str, list[TxnAttempt]]) -> DataFrame:
+    """``rows`` with ``att``: for a ``send_invoke`` the attempt whose span holds it (the latest ``begin`` of
+    its process before it, if the invoke comes before that attempt's ``close``), else null. Only the
+    invokes of processes that began a transaction are sorted, per process."""
+    spans = [
+        (run, a.process, a.begin, a.close, a.att)
+        for run, of_run in attempts.items()
+        for a in of_run
+        if a.begin is not None
+    ]
+    if not spans:
+        return rows.withColumn("att", F.lit(None).cast("long"))
+    from pyspark.sql import Window
+
+    begins = spark.createDataFrame(spans, "run_id string, process string, index long, close long, att long")
+    processes = F.broadcast(begins.select("run_id", "process").distinct().withColumn("tp", F.lit(True)))
+    flagged = rows.join(processes, ["run_id", "process"], "left")
+    candidate = (F.col("kind") == "send_invoke") & F.col("tp")
+    plain = (
+        flagged.where(~F.coalesce(candidate, F.lit(False)))
+        .drop("tp")
+        .withColumn("att", F.lit(None).cast("long"))
+    )
+    span = F.struct(F.col("close"), F.col("att"))
+    ordered = Window.partitionBy("run_id", "process").orderBy("index")
+    latest = F.last(F.col("span"), ignorenulls=True).over(
+        ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    assigned = (
+        flagged.where(candidate)
+        .drop("tp")
+        .withColumn("span", F.lit(None).cast("struct<close:bigint,att:bigint>"))
+        .unionByName(
+            begins.select("run_id", "process", "index", span.alias("span")), allowMissingColumns=True
+        )
+        .withColumn("open", latest)
+        .where(F.col("span").isNull())  # the invokes, each with the span it falls in
+        .withColumn(
+            "att",
+            F.when(F.col("open.close").isNull() | (F.col("index") < F.col("open.close")), F.col("open.att")),
+        )
+        .drop("span", "open")
+    )
+    return plain.unionByName(assigned)
+
+
 def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> DataFrame:
-    """Per ``(run_id, value_id)``: whether the value is *clean* — one invoke, one ``ok`` outcome with its
-    position, no transaction marker, one delivery, log records only at that position — and, for clean
-    values the outcome's numbers (``partition``, ``offset``, ``send_ts``); the rest comes from the invoke.
+    """Per ``(run_id, value_id)``: whether the value is *clean* — one invoke made in no transaction, one
+    ``ok`` outcome with its position, no transaction marker, one delivery, log records only at that
+    position and none observed aborted — and, for clean values the outcome's numbers (``partition``,
+    ``offset``, ``send_ts``); the rest comes from the invoke.
 
     Only fixed-width aggregates, so Spark hash-aggregates (partially, before the shuffle) instead of
     sorting. Topics are compared through a 64-bit hash; a run where two of its topics share a hash has no
@@ -406,9 +513,11 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
         outcome.cast("int").alias("n_out"),
         (outcome & (F.col("outcome") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull())
         .cast("int").alias("n_ok"),
-        (kind == "txn").cast("int").alias("n_txn"),
+        F.col("att").isNotNull().cast("int").alias("n_txn"),  # a marker, or an invoke made in an attempt
         (src == _DELIVERY).cast("int").alias("n_dl"),
         (src == _LOG).cast("int").alias("n_log"),
+        ((src == _LOG) & (F.col("isolation") == _RC)).cast("int").alias("n_rc"),
+        F.coalesce(F.col("covered"), F.lit(False)).cast("int").alias("n_cov"),
         F.when(positioned, F.coalesce("lp", "partition")).alias("p"),
         F.when(positioned, F.coalesce("lo", "offset")).alias("o"),
         F.when(invoke | (src != _SEND), topic_hash).alias("th"),
@@ -427,15 +536,17 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
         .distinct()
     )
     summary = narrow.groupBy("run_id", "value_id").agg(
-        *(F.sum(c).alias(c) for c in ("n_inv", "n_out", "n_ok", "n_txn", "n_dl", "n_log")),
+        *(F.sum(c).alias(c) for c in ("n_inv", "n_out", "n_ok", "n_txn", "n_dl", "n_log", "n_rc", "n_cov")),
         *(f(c).alias(f"{f.__name__}_{c}") for c in ("p", "o", "th") for f in (F.min, F.max)),
         F.min("out_ts").alias("send_ts"),
     )
     one = F.lit(1)
+    # its one position was read at read_committed, or no read of it can be observed aborted
+    not_aborted = (F.col("n_rc") >= one) | (F.col("n_cov") == 0)
     clean = (
         F.col("value_id").isNotNull()
         & (F.col("n_inv") == one) & (F.col("n_out") == one) & (F.col("n_ok") == one)
-        & (F.col("n_txn") == 0) & (F.col("n_dl") == one) & (F.col("n_log") >= one)
+        & (F.col("n_txn") == 0) & (F.col("n_dl") == one) & (F.col("n_log") >= one) & not_aborted
         & (F.col("min_p") == F.col("max_p")) & (F.col("min_o") == F.col("max_o"))
         & (F.col("min_th") == F.col("max_th")) & F.col("collided").isNull()
     )  # fmt: skip
@@ -469,17 +580,48 @@ def _clean_values(F: Any, h: DataFrame, summary: DataFrame) -> DataFrame:
     )  # fmt: skip
 
 
-def _traced(F: Any, Window: Any, control: DataFrame, rows: DataFrame, options: AuditOptions) -> DataFrame:
-    """The general per-value pass: rows sorted per value, two window passes, what each row adds."""
+def _here(F: Any) -> Any:
+    """A delivery's or log record's position."""
+    return F.struct(F.col("lt").alias("topic"), F.col("lp").alias("partition"), F.col("lo").alias("offset"))
+
+
+def _traced(
+    F: Any,
+    Window: Any,
+    control: DataFrame,
+    rows: DataFrame,
+    options: AuditOptions,
+    attempts: dict[str, list[TxnAttempt]],
+    hold: Callable[[DataFrame], DataFrame],
+    scratch: list[DataFrame],
+) -> DataFrame:
+    """The general per-value pass: rows sorted per value, window passes over that one sort, what each row
+    adds. Between the passes, the attempts' outcomes (:func:`_attempt_states`) join the rows."""
+    view = _value_view(F, Window, rows)
+    if any(a.begin is not None for of_run in attempts.values() for a in of_run):
+        view = hold(view)  # read twice: for what the log shows of each attempt, then for the emission
+        scratch.append(view)
+    states = _attempt_states(F, view, attempts)
+    if states is None:
+        view = view.withColumn("state", F.lit(None).cast("string"))
+    else:
+        view = view.join(F.broadcast(states), ["run_id", "att"], "left")
+    return _emitted(F, Window, control, view, options)
+
+
+def _value_view(F: Any, Window: Any, rows: DataFrame) -> DataFrame:
+    """Passes 1 and 2 over the value's sorted rows: each row's predecessor, the value's first invoke and
+    outcome, its positions (all, visible, observed aborted, read at read_committed), and on each invoke
+    its send's outcome (the k-th outcome answers the k-th invoke) and where that was acked."""
     kind = F.col("kind")
     rows = rows.withColumn("vh", F.xxhash64("run_id", "value_id"))
     src = F.col("src")
     value = Window.partitionBy(*_VALUE_KEY).orderBy(*_VALUE_ORDER)
     whole = value.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    here = F.struct(F.col("lt").alias("topic"), F.col("lp").alias("partition"), F.col("lo").alias("offset"))
-    is_txn = kind == "txn"
-    ok = F.col("outcome") == "ok"
-    # pass 1 (row-wise): the previous row; log rows of one position (one per isolation level) are adjacent
+    upto = value.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    here = _here(F)
+    # pass 1 (row-wise): the previous row; log rows of one position (one per isolation level, the
+    # read_committed one first) are adjacent
     linked = rows.select(
         "*",
         F.row_number().over(value).alias("rn"),
@@ -488,27 +630,112 @@ def _traced(F: Any, Window: Any, control: DataFrame, rows: DataFrame, options: A
         F.lag("lt").over(value).alias("prev_lt"),
         F.lag("lp").over(value).alias("prev_lp"),
         F.lag("lo").over(value).alias("prev_lo"),
+        F.count(F.when(kind == "send_invoke", 1)).over(upto).alias("k_inv"),
+        F.count(F.when(kind == "send_outcome", 1)).over(upto).alias("k_out"),
     )
     prev_log = F.coalesce(F.col("prev_src") == _LOG, F.lit(False))
     same_partition = prev_log & (F.col("prev_lt") == F.col("lt")) & (F.col("prev_lp") == F.col("lp"))
     new_position = (src == _LOG) & ~(same_partition & (F.col("prev_lo") == F.col("lo")))
+    # a position's first row is read_uncommitted: the value was not read there at read_committed
+    aborted_here = new_position & (F.col("isolation") != _RC) & F.col("covered")
+    visible = new_position & ~aborted_here
+    seen_before = F.last(F.when(visible, here), ignorenulls=True).over(
+        value.rowsBetween(Window.unboundedPreceding, -1)
+    )
+    seen_after = F.first(F.when(visible, here), ignorenulls=True).over(
+        value.rowsBetween(1, Window.unboundedFollowing)
+    )
     # pass 2 (the whole value; same window, so no new sort): the value's summary
     v = linked.select(
-        "run_id", "value_id", "src", "di", "lt", "lp", "lo", "ts", "rn", "prev_src", "prev_di",
-        same_partition.alias("same_partition"), new_position.alias("new_position"),
+        "vh", "run_id", "value_id", "src", "kind", "index", "att", "topic", "isolation",
+        "di", "lt", "lp", "lo", "ts", "rn", "prev_src", "prev_di", "k_inv",
+        same_partition.alias("same_partition"), new_position.alias("new_position"), visible.alias("visible"),
+        seen_before.alias("seen_before"), seen_after.alias("seen_after"),
         F.first(F.when(kind == "send_invoke", F.struct("producer", "seq", "key", "topic", "ts")),
                 ignorenulls=True).over(whole).alias("inv"),
         F.first(F.when(kind == "send_outcome", F.struct("outcome", "partition", "offset", "ts")),
                 ignorenulls=True).over(whole).alias("out"),
-        F.max(is_txn).over(whole).alias("in_txn"),
-        F.max(is_txn & (F.col("action") == "commit") & ok).over(whole).alias("committed"),
-        F.max(is_txn & (F.col("action") == "abort") & ok).over(whole).alias("aborted"),
+        F.collect_list(F.when(kind == "send_outcome", F.struct(
+            F.col("k_out").alias("k"), "index", "outcome", "partition", "offset", "ts")))
+        .over(whole).alias("outs"),
+        F.collect_set(F.when(aborted_here, here)).over(whole).alias("aborted_set"),
+        F.collect_set(F.when((src == _LOG) & (F.col("isolation") == _RC), here)).over(whole).alias("rc_set"),
         F.count(F.when(src == _DELIVERY, 1)).over(whole).alias("n_deliveries"),
-        F.min(F.when(src == _DELIVERY, here)).over(whole).alias("delivery_min"),
         F.count(F.when(new_position, 1)).over(whole).alias("n_pos"),
-        F.min(F.when(src == _LOG, here)).over(whole).alias("first"),
-        F.min(F.when((src == _LOG) & (F.col("isolation") == "read_committed"), here))
-        .over(whole).alias("committed_first"),
+        F.count(F.when(visible, 1)).over(whole).alias("n_visible"),
+        F.min(F.when(visible, here)).over(whole).alias("first"),
+    )  # fmt: skip
+    paired = F.get(F.filter("outs", lambda o: o.k == F.col("k_inv")), 0)
+    sent_ok = (kind == "send_invoke") & (paired.outcome == "ok")
+    ack = F.when(
+        sent_ok & paired.partition.isNotNull() & paired.offset.isNotNull(),
+        F.struct(F.col("topic").alias("topic"), paired.partition.alias("partition"),
+                 paired.offset.alias("offset")),
+    )  # fmt: skip
+    return v.select(
+        "*",
+        F.when(kind == "send_invoke", paired).alias("paired"),
+        ack.alias("ack"),
+        F.coalesce(F.array_contains("rc_set", ack), F.lit(False)).alias("seen_committed"),
+        F.coalesce(F.array_contains("aborted_set", ack), F.lit(False)).alias("seen_aborted"),
+    ).drop("outs")
+
+
+def _attempt_states(F: Any, view: DataFrame, attempts: dict[str, list[TxnAttempt]]) -> DataFrame | None:
+    """``(run_id, att, state)`` of every attempt: its recorded end and what the log shows of its sends
+    (collected on the driver; one row per attempt), or ``None`` when there is no attempt."""
+    if not attempts:
+        return None
+    seen: dict[tuple[str, int], tuple[bool, bool]] = {}
+    if any(a.begin is not None for of_run in attempts.values() for a in of_run):
+        observed = (
+            view.where(F.col("att").isNotNull() & F.col("ack").isNotNull())
+            .groupBy("run_id", "att")
+            .agg(F.max("seen_committed").alias("c"), F.max("seen_aborted").alias("a"))
+            .collect()
+        )
+        seen = {(r.run_id, r.att): (r.c, r.a) for r in observed}
+    rows = [
+        (run, a.att, attempt_state(a.recorded, *seen.get((run, a.att), (False, False))))
+        for run, of_run in attempts.items()
+        for a in of_run
+    ]
+    return view.sparkSession.createDataFrame(rows, "run_id string, att long, state string")
+
+
+def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: AuditOptions) -> DataFrame:
+    """Passes 3 and 4 (same window as :func:`_value_view`): the value's status from its sends and the
+    attempts that carried it, which of its reads were aborted reads; then what each row adds."""
+    kind = F.col("kind")
+    src = F.col("src")
+    value = Window.partitionBy(*_VALUE_KEY).orderBy(*_VALUE_ORDER)
+    whole = value.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    here = _here(F)
+    is_invoke = kind == "send_invoke"
+    state = F.col("state")
+    paired = F.col("paired")
+    send_acked = F.coalesce(
+        (paired.outcome == "ok") & (F.col("att").isNull() | (state == "committed")), F.lit(False)
+    )
+    send_failed = F.coalesce(paired.outcome == "fail", F.lit(False)) | F.coalesce(
+        state == "aborted", F.lit(False)
+    )
+    v = v.select(
+        "*",
+        F.max(F.when(is_invoke, send_acked)).over(whole).alias("any_acked"),
+        F.min(F.when(is_invoke, send_failed)).over(whole).alias("all_failed"),
+        F.min(F.when(is_invoke, F.coalesce(paired.outcome == "fail", F.lit(False)))).over(whole)
+        .alias("all_unwritten"),
+        F.max(F.when(is_invoke & ~send_acked & ~send_failed, state == "indeterminate")).over(whole)
+        .alias("open_txn"),
+        F.min(F.when(is_invoke & send_acked, F.struct(paired.index.alias("i"), F.col("topic").alias("topic"),
+              paired.partition.alias("partition"), paired.offset.alias("offset"), paired.ts.alias("ts"))))
+        .over(whole).alias("first_ack"),
+        F.collect_set(F.when(is_invoke & (state == "aborted"), F.col("ack"))).over(whole)
+        .alias("aborted_acks"),
+        F.max(F.when(kind == "txn", state == "committed")).over(whole).alias("listed_committed"),
+        F.max(F.when(kind == "txn", F.struct("index", (state == "aborted").alias("aborted")))).over(whole)
+        .alias("last_listed"),
     )  # fmt: skip
     rebalances = (
         control.where(kind == "rebalance").groupBy("run_id").agg(F.collect_list("index").alias("rebalances"))
@@ -518,14 +745,24 @@ def _traced(F: Any, Window: Any, control: DataFrame, rows: DataFrame, options: A
     out = F.col("out")
     sent = F.col("inv").isNotNull()
     named = F.col("value_id").isNotNull()
-    send_failed = F.coalesce(out.outcome == "fail", F.lit(False))
-    aborted = F.coalesce(F.col("aborted"), F.lit(False))
-    failed = send_failed | aborted
-    in_txn = F.coalesce(F.col("in_txn"), F.lit(False))
-    acked = F.coalesce(
-        (out.outcome == "ok") & ~aborted & (~in_txn | F.coalesce(F.col("committed"), F.lit(False))),
-        F.lit(False),
+    acked = F.coalesce(F.col("any_acked"), F.lit(False))
+    failed = ~acked & F.coalesce(F.col("all_failed"), F.lit(False))
+    pending = ~acked & ~failed & F.coalesce(F.col("open_txn"), F.lit(False))
+    unwritten = F.coalesce(F.col("all_unwritten"), F.lit(False))
+    carried_aborted = ~F.coalesce(F.col("listed_committed"), F.lit(False)) & F.coalesce(
+        F.col("last_listed.aborted"), F.lit(False)
     )
+    # aborted reads (G1a): per read, what a reader at its level must not see
+    read_level = F.when(src == _DELIVERY, F.lit(options.group_isolation)).otherwise(F.col("isolation"))
+    sent_here = F.coalesce(F.col("lt") == F.col("inv.topic"), F.lit(False))
+    committed_read = (read_level == _RC) & (
+        F.coalesce(F.array_contains("aborted_set", here), F.lit(False))
+        | (sent_here & (failed | F.coalesce(F.array_contains("aborted_acks", here), F.lit(False))))
+        | (~sent_here & carried_aborted)
+    )
+    bad_read = ((src == _DELIVERY) | (src == _LOG)) & (unwritten | committed_read)
+    v = v.select("*", F.min(F.when(bad_read, here)).over(whole).alias("bad"))
+
     send_ts = F.coalesce(out.ts, F.col("inv.ts"))
     ack_at = F.when(
         sent & (out.outcome == "ok") & out.offset.isNotNull() & out.partition.isNotNull(),
@@ -534,27 +771,27 @@ def _traced(F: Any, Window: Any, control: DataFrame, rows: DataFrame, options: A
     )  # fmt: skip
     first_row = F.col("rn") == 1
     summary = first_row & sent  # a sent value's first row is one of its send events
-    committed_reads = (
-        F.least("committed_first", "delivery_min")
-        if options.group_isolation == "read_committed"
-        else F.col("committed_first")
-    )
-    bad = F.when(send_failed, F.least("first", "delivery_min")).when(aborted, committed_reads)
+    bad = F.col("bad")
     redelivery = (src == _DELIVERY) & named & (F.col("prev_src") == _DELIVERY)
     after_rebalance = F.coalesce(
         F.exists("rebalances", lambda r: (r > F.col("prev_di")) & (r < F.col("di"))), F.lit(False)
     )
-    lost = summary & (F.col("n_pos") == 0)
-    seen = summary & (F.col("n_pos") > 0)
+    lost = summary & (F.col("n_visible") == 0)
+    seen = summary & (F.col("n_visible") > 0)
+    expected = ~failed & ~pending if options.group_isolation == _RC else ~failed
+    # a topic's first visible position of the value, when another follows in that topic
+    topic_first = F.col("visible") & ~F.coalesce(F.col("seen_before.topic") == F.col("lt"), F.lit(False))
+    duplicated = sent & topic_first & F.coalesce(F.col("seen_after.topic") == F.col("lt"), F.lit(False))
     first_at = (F.col("first.topic"), F.col("first.partition"), F.col("first.offset"))
     row_at = (F.col("lt"), F.col("lp"), F.col("lo"))
+    first_ack = (F.col("first_ack.topic"), F.col("first_ack.partition"), F.col("first_ack.offset"))
     null_ts = F.lit(None).cast("double")
     found = [
-        (lost & acked, "lost_acked", (F.col("inv.topic"), out.partition, out.offset), out.ts),
+        (lost & acked, "lost_acked", first_ack, F.col("first_ack.ts")),
         (lost & ~acked & ~failed, "lost_indeterminate",
          (F.col("inv.topic"), out.partition, F.lit(None).cast("long")), send_ts),
-        (seen & ~failed & (F.col("n_deliveries") == 0), "unseen_by_group", first_at, send_ts),
-        (seen & (F.col("n_pos") > 1), "duplicate_in_log", first_at, send_ts),
+        (seen & expected & (F.col("n_deliveries") == 0), "unseen_by_group", first_at, send_ts),
+        (duplicated, "duplicate_in_log", row_at, send_ts),
         (summary & bad.isNotNull(), "aborted_read", (bad.topic, bad.partition, bad.offset), send_ts),
         (redelivery & after_rebalance, "duplicate_delivery_after_rebalance", row_at, F.col("ts")),
         (redelivery & ~after_rebalance, "duplicate_delivery_other", row_at, F.col("ts")),
@@ -583,10 +820,14 @@ def _traced(F: Any, Window: Any, control: DataFrame, rows: DataFrame, options: A
         .when((src == _DELIVERY) & not_ack, here)
         .when(F.col("new_position") & not_ack, here)
     )
-    # a chain link per partition the value is in: its first offset there; the first partition's link
-    # rides on the value's first row
+    # a chain link per partition the value is (visibly) in: its first offset there; the first partition's
+    # link rides on the value's first row
+    new_partition = ~F.coalesce(
+        (F.col("seen_before.topic") == F.col("lt")) & (F.col("seen_before.partition") == F.col("lp")),
+        F.lit(False),
+    )
     link = F.when(summary, F.col("first")).when(
-        (src == _LOG) & named & sent & prev_log & ~F.col("same_partition"), here
+        F.col("visible") & named & sent & F.col("seen_before").isNotNull() & new_partition, here
     )
     emitted = v.select(
         "run_id", "value_id",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.audit.model import ANOMALIES, AuditFacts, AuditOptions, Example, LogRecord
+from chaos.audit.model import ANOMALIES, ISOLATION_LEVELS, AuditFacts, AuditOptions, Example, LogRecord
 from chaos.audit.reference import log_from_drain, reference_audit
 from chaos.audit.source import history_table, log_table
 from chaos.history.events import (
@@ -30,6 +31,7 @@ from chaos.history.events import (
     TxnMarker,
     value_id_for,
 )
+from chaos.history.reader import arrow_to_spark
 
 TOPIC = "chaos"
 GROUP = "g"
@@ -74,6 +76,60 @@ class Case:
     events: list[Event]
     log: list[LogRecord]
     expected: dict[str, list[Example]] = field(default_factory=dict)
+    options: AuditOptions | None = None  # None: the test's own
+    totals: tuple[int, int, int] | None = None  # expected (acked, failed, indeterminate), if checked
+
+
+class Clock:
+    """Event times of one generated run: each tick advances both clocks by the next step (cycled)."""
+
+    def __init__(self, run_id: str, steps: Sequence[float]) -> None:
+        self.run_id = run_id
+        self.steps = tuple(steps)
+        self.ticks = 0
+        self.ts, self.mono = T0, M0
+
+    def tick(self) -> dict[str, Any]:
+        """The common fields of the next event: ``run_id``, ``ts``, ``mono``."""
+        self.ticks += 1
+        step = self.steps[self.ticks % len(self.steps)]
+        self.ts += step
+        self.mono += step
+        return {"run_id": self.run_id, "ts": self.ts, "mono": self.mono}
+
+
+def drain_events(
+    tick: Callable[[], dict[str, Any]], log: list[LogRecord], ends: Sequence[tuple[str, int, str, int]]
+) -> list[Event]:
+    """The final drain: a ``drain_read`` per log record, then an ok ``drain_end`` per
+    ``(topic, partition, isolation, high_offset)`` (low offset 0)."""
+    events: list[Event] = [
+        DrainRead(
+            process="drain",
+            isolation=r.isolation,
+            topic=r.topic,
+            partition=r.partition,
+            offset=r.offset,
+            value_id=r.value_id,
+            key=r.key,
+            **tick(),
+        )
+        for r in log
+    ]
+    events += [
+        DrainEnd(
+            process="drain",
+            isolation=level,  # type: ignore[arg-type]
+            topic=topic,
+            partition=partition,
+            outcome="ok",
+            low_offset=0,
+            high_offset=high,
+            **tick(),
+        )
+        for topic, partition, level, high in ends
+    ]
+    return events
 
 
 @st.composite
@@ -198,21 +254,11 @@ def build(plan: Plan, run_id: str) -> Case:
 
     # the timeline
     events: list[Event] = []
-    clock = [T0, M0]
-    ticks = [0]
-
-    def tick() -> dict[str, Any]:
-        ticks[0] += 1
-        step = plan.steps[ticks[0] % len(plan.steps)]
-        clock[0] += step
-        clock[1] += step
-        return {"run_id": run_id, "ts": clock[0], "mono": clock[1]}
+    tick = Clock(run_id, plan.steps).tick
 
     events.append(
         Rebalance(process="consumer-0", action="assign", group=GROUP, member="m1", generation=1, **tick())
     )
-    committed_txn: list[str] = []
-    aborted_txn: list[str] = []
     for n, v in enumerate(values):
         if plan.fault_at is not None and plan.fault_at[0] == n:
             events.append(
@@ -223,6 +269,17 @@ def build(plan: Plan, run_id: str) -> Case:
                 FaultEvent(process="nemesis", action="heal", fault="pause", target="broker-1", **tick())
             )
         v_id = vid(v)
+        in_txn = v.status in ("txn_commit", "txn_abort") or v.txn_abort_planted
+        if in_txn:  # each transactional value in its own attempt of its producer
+            events.append(
+                TxnMarker(
+                    process=v.producer,
+                    action="begin",
+                    transactional_id=f"tx-{v.producer}",
+                    outcome="ok",
+                    **tick(),
+                )
+            )
         events.append(
             SendInvoke(
                 process=v.producer,
@@ -267,10 +324,17 @@ def build(plan: Plan, run_id: str) -> Case:
             )
         events.append(out)
         ts_of[f"send:{v_id}"] = common["ts"]
-        if v.status == "txn_commit":
-            committed_txn.append(v_id)
-        if v.status == "txn_abort" or v.txn_abort_planted:
-            aborted_txn.append(v_id)
+        if in_txn:
+            events.append(
+                TxnMarker(
+                    process=v.producer,
+                    action="commit" if v.status == "txn_commit" else "abort",
+                    transactional_id=f"tx-{v.producer}",
+                    outcome="ok",
+                    value_ids=(v_id,),
+                    **tick(),
+                )
+            )
         if v.delivered:
             events.append(
                 Delivery(
@@ -332,28 +396,6 @@ def build(plan: Plan, run_id: str) -> Case:
         events.append(
             FaultEvent(process="nemesis", action="heal", fault="pause", target="broker-1", **tick())
         )
-    if committed_txn:
-        events.append(
-            TxnMarker(
-                process="producer-0",
-                action="commit",
-                transactional_id="tx",
-                outcome="ok",
-                value_ids=tuple(committed_txn),
-                **tick(),
-            )
-        )
-    if aborted_txn:
-        events.append(
-            TxnMarker(
-                process="producer-0",
-                action="abort",
-                transactional_id="tx",
-                outcome="ok",
-                value_ids=tuple(aborted_txn),
-                **tick(),
-            )
-        )
 
     log: list[LogRecord] = []
     for v in values:
@@ -368,33 +410,8 @@ def build(plan: Plan, run_id: str) -> Case:
     for p, offset, foreign in extra_log:
         log.append(LogRecord(TOPIC, p, offset, foreign, "read_uncommitted"))
         log.append(LogRecord(TOPIC, p, offset, foreign, "read_committed"))
-    for record in log:
-        events.append(
-            DrainRead(
-                process="drain",
-                isolation=record.isolation,
-                topic=record.topic,
-                partition=record.partition,
-                offset=record.offset,
-                value_id=record.value_id,
-                key=record.key,
-                **tick(),
-            )
-        )
-    for p in range(plan.partitions):
-        for level in ("read_uncommitted", "read_committed"):
-            events.append(
-                DrainEnd(
-                    process="drain",
-                    isolation=level,
-                    topic=TOPIC,
-                    partition=p,
-                    outcome="ok",
-                    low_offset=0,
-                    high_offset=next_offset[p],
-                    **tick(),
-                )
-            )
+    ends = [(TOPIC, p, level, next_offset[p]) for p in range(plan.partitions) for level in ISOLATION_LEVELS]
+    events += drain_events(tick, log, ends)
 
     for name, i, which in deferred:
         v = values[i]
@@ -455,10 +472,6 @@ def test_planted_kinds_cover_every_anomaly() -> None:
 def test_spark_agrees_with_reference_on_many_runs_in_one_job(
     audit_spark: Any, clean_value_ids: Any, max_examples: int
 ) -> None:
-    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-
-    from chaos.audit.sparkjob import spark_audit
-
     cases: list[tuple[str, Case]] = []
 
     @settings(max_examples=220)
@@ -469,14 +482,26 @@ def test_spark_agrees_with_reference_on_many_runs_in_one_job(
 
     collect()
     assert len(cases) >= 200
-    options = AuditOptions(max_examples=max_examples)
+    assert_spark_agrees(audit_spark, clean_value_ids, cases, AuditOptions(max_examples=max_examples))
+
+
+def assert_spark_agrees(
+    spark: Any, clean_value_ids: Any, cases: list[tuple[str, Case]], options: AuditOptions
+) -> None:
+    """Audit every case in ONE Spark job (each under its own run id) and compare with the reference; both
+    of the job's per-value paths must have run (the clean values' fast path and the general one). Cases
+    with their own options (group isolation) must share the job's."""
+    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+
+    from chaos.audit.sparkjob import spark_audit
+
+    assert all(case.options in (None, options) for _, case in cases)
     history = pa.concat_tables([history_table(case.events) for _, case in cases])
     log = pa.concat_tables([log_table(case.log, run_id) for run_id, case in cases])
-    history_df, log_df = audit_spark.createDataFrame(history), audit_spark.createDataFrame(log)
+    history_df, log_df = arrow_to_spark(spark, history), arrow_to_spark(spark, log)
     got = spark_audit(history_df, log_df, options)
     assert sorted(got) == sorted(run_id for run_id, _ in cases)
-    # both of the job's per-value paths are exercised: the clean values' fast path and the general one
-    sent = sum(isinstance(e, SendInvoke) for _, case in cases for e in case.events)
+    sent = len({e.value_id for _, case in cases for e in case.events if isinstance(e, SendInvoke)})
     assert 0 < len(clean_value_ids(history_df, log_df)) < sent
     mismatches = []
     for run_id, case in cases:
