@@ -4,7 +4,8 @@ The restore reader replays the seed's snapshot restore per partition: end offset
 → poll(timeout), each call recorded as a :class:`ProbeCall` with its duration and error. The final drain, run
 after every fault is healed, reads every partition from its beginning to its end offset with a fresh
 consumer, once per isolation level, recording :class:`DrainRead` per record and :class:`DrainEnd` per
-partition — apart from the group's deliveries.
+partition — apart from the group's deliveries. :func:`offset_bounds` reads a topic's low watermarks and end
+offsets at an isolation level.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ def _key(raw: bytes | None) -> str | None:
     return raw.decode("utf-8", "replace") if raw is not None else None
 
 
-def _reader_config(context: RunContext, client_id: str, isolation: Isolation) -> dict[str, Any]:
+def reader_config(context: RunContext, client_id: str, isolation: Isolation) -> dict[str, Any]:
+    """A consumer that never joins a group (``assign`` only, no commits) at ``isolation``, with partition
+    EOF events on."""
     return {
         **admin_config(context.bootstrap_servers, client_id, context.time),
         "group.id": f"chaos-reader-{uuid.uuid4().hex[:12]}",  # librdkafka needs one; never joined
@@ -130,7 +133,7 @@ class RestoreReader:
 
     def restore_one(self, partition: int) -> RestoreResult:
         logs = ClientLogBridge(self._sink, self._run_id, self._process)
-        config = _reader_config(self._context, f"{self._process}-{partition}", "read_uncommitted")
+        config = reader_config(self._context, f"{self._process}-{partition}", "read_uncommitted")
         config["enable.partition.eof"] = False  # the seed's poll sees records or nothing
         config.update(logs.callbacks())
         consumer = Consumer(config)
@@ -228,7 +231,7 @@ def startup_probe(
     sink, run_id = context.sink, context.run_id
     topic = topic or context.topic
     logs = ClientLogBridge(sink, run_id, process)
-    config = _reader_config(context, process, "read_uncommitted")
+    config = reader_config(context, process, "read_uncommitted")
     if group:
         config["group.id"] = context.group
     config.update(logs.callbacks())
@@ -335,15 +338,29 @@ def drain(
     topic = topic or context.topic
     admin = AdminClient(admin_config(context.bootstrap_servers, f"{process}-admin", context.time))
     call_timeout = context.time.api_timeout_s
-    metadata = admin.list_topics(topic, timeout=call_timeout)
-    tmeta = metadata.topics.get(topic)
-    if tmeta is None or tmeta.error is not None:
-        raise ConfigError(f"drain: topic {topic!r} is not readable: {getattr(tmeta, 'error', 'missing')}")
-    partitions = sorted(tmeta.partitions)
+    partitions = _partitions(admin, topic, call_timeout, "drain")
     return [
         _drain_one(context, admin, topic, partitions, isolation, timeout_s, process, call_timeout)
         for isolation in isolations
     ]
+
+
+def _partitions(admin: AdminClient, topic: str, timeout_s: float, caller: str) -> list[int]:
+    metadata = admin.list_topics(topic, timeout=timeout_s)
+    tmeta = metadata.topics.get(topic)
+    if tmeta is None or tmeta.error is not None:
+        raise ConfigError(f"{caller}: topic {topic!r} is not readable: {getattr(tmeta, 'error', 'missing')}")
+    return sorted(tmeta.partitions)
+
+
+def offset_bounds(
+    admin: AdminClient, topic: str, isolation: Isolation, timeout_s: float
+) -> dict[int, tuple[int, int]]:
+    """Per partition of ``topic``, read now: its low watermark and its end offset at ``isolation`` — the
+    high watermark (read_uncommitted) or the last stable offset (read_committed). Stale-leader answers
+    are retried within ``timeout_s``; other Kafka errors raise."""
+    partitions = _partitions(admin, topic, timeout_s, "offset_bounds")
+    return _list_offsets_retrying(admin, topic, partitions, isolation, timeout_s, timeout_s)
 
 
 # A broker back from a cut or a restart answers with these until its leader epochs catch up (measured: a
@@ -415,7 +432,7 @@ def _drain_one(
             end(p, "fail", None, None, error_name(exc), f"list_offsets: {error_text(exc)}")
         return DrainSummary(isolation, 0, (), tuple(partitions))
     logs = ClientLogBridge(sink, run_id, process)
-    config = _reader_config(context, f"{process}-{isolation}", isolation)
+    config = reader_config(context, f"{process}-{isolation}", isolation)
     config.update(logs.callbacks())
     consumer = Consumer(config)
     todo = {p for p, (low, high) in bounds.items() if high > low}
