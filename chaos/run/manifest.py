@@ -1,7 +1,8 @@
 """The run's manifest, ``<run_dir>/scenario.json``: what was run, against what, and what to look for.
 
 Written by whoever runs a scenario (the scenario runner, or a test) at the start of the run and again at its
-end (``ended_ts``, ``outcome``); read by the report. :class:`ScenarioInfo` is its format (docs/report.md);
+end (``ended_ts``, ``outcome``, what each client really ran with: ``clients``, ``group_isolation``); read by
+the report. :class:`ScenarioInfo` is its format (docs/report.md);
 this module is its one owner.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal, get_args
 
+from chaos.run.events import ISOLATION_LEVELS
 from chaos.run.files import RunFileError, read_json_object, write_atomic
 
 SCENARIO_NAME: Final = "scenario.json"
@@ -28,6 +30,10 @@ SymptomKind = Literal["error_code", "client_log", "broker_log"]
 SYMPTOM_KINDS: Final[tuple[str, ...]] = get_args(SymptomKind)
 OUTCOMES: Final[tuple[str, ...]] = ("passed", "failed", "error", "skipped")
 """The pytest outcome of the test that ran the scenario."""
+ClientRole = Literal["producer", "member", "transform_producer", "transform_consumer"]
+CLIENT_ROLES: Final[tuple[str, ...]] = get_args(ClientRole)
+"""A client's part in the run: a producer worker, a consumer-group member, or one of the two clients of a
+consume-transform-produce worker."""
 
 
 def _need(ok: bool, owner: object, name: str, expected: str, value: object) -> None:
@@ -161,6 +167,138 @@ class ThresholdResult:
         }
 
 
+def _scalar(value: object) -> bool:
+    if type(value) is float:
+        return math.isfinite(value)
+    return value is None or type(value) in (str, int, bool)
+
+
+@dataclass(frozen=True)
+class ConfigFlag:
+    """A setting a client ran with that differs from what the run asked for (the variant's settings, which
+    in a gate run are the gate file's).
+
+    :param key: the setting.
+    :param asked: the value asked for.
+    :param effective: the value the client ran with; ``None``: not set, librdkafka's default applies.
+    :param changed_by: who changed it (the origin of the effective value, or why it is not set).
+    """
+
+    key: str
+    asked: Scalar
+    effective: Scalar
+    changed_by: str
+
+    def __post_init__(self) -> None:
+        _need(type(self.key) is str and bool(self.key), self, "key", "a non-empty str", self.key)
+        for attr in ("asked", "effective"):
+            value = getattr(self, attr)
+            _need(_scalar(value), self, attr, "a str, int, finite float, bool or null", value)
+        _need(
+            type(self.changed_by) is str and bool(self.changed_by),
+            self,
+            "changed_by",
+            "a non-empty str",
+            self.changed_by,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "asked": self.asked,
+            "effective": self.effective,
+            "changed_by": self.changed_by,
+        }
+
+
+@dataclass(frozen=True)
+class ClientInfo:
+    """One client's effective configuration: what was handed to librdkafka (callbacks excluded, secrets
+    redacted), who set each key, and the settings that differ from what the run asked for.
+
+    :param process: the worker's actor name (a transform's two clients share it).
+    :param role: one of :data:`CLIENT_ROLES`.
+    :param profile: the client profile the worker ran with.
+    :param settings: the effective configuration.
+    :param origins: per key of ``settings``, who set it.
+    :param flags: the settings asked for that the client did not run with as asked.
+    """
+
+    process: str
+    role: ClientRole
+    profile: str
+    settings: Settings
+    origins: Mapping[str, str]
+    flags: tuple[ConfigFlag, ...] = ()
+
+    def __post_init__(self) -> None:
+        for attr in ("process", "profile"):
+            value = getattr(self, attr)
+            _need(type(value) is str and bool(value), self, attr, "a non-empty str", value)
+        _need(self.role in CLIENT_ROLES, self, "role", " or ".join(CLIENT_ROLES), self.role)
+        object.__setattr__(self, "settings", _settings(self, "settings", self.settings))
+        origins = self.origins
+        ok = (
+            isinstance(origins, Mapping)
+            and set(origins) == set(self.settings)
+            and all(type(v) is str and v for v in origins.values())
+        )
+        _need(
+            ok,
+            self,
+            "origins",
+            "who set each key of settings (a non-empty str per key, no other key)",
+            origins,
+        )
+        object.__setattr__(self, "origins", MappingProxyType(dict(sorted(origins.items()))))
+        _need(
+            isinstance(self.flags, tuple) and all(isinstance(f, ConfigFlag) for f in self.flags),
+            self,
+            "flags",
+            "a tuple of ConfigFlag",
+            self.flags,
+        )
+
+    @property
+    def side(self) -> Literal["producer", "consumer"]:
+        return "consumer" if self.role in ("member", "transform_consumer") else "producer"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "process": self.process,
+            "role": self.role,
+            "profile": self.profile,
+            "settings": dict(self.settings),
+            "origins": dict(self.origins),
+            "flags": [f.to_dict() for f in self.flags],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClientInfo:
+        """Rebuild from :meth:`to_dict` output."""
+        if not isinstance(data, Mapping):
+            raise RunFileError(f"scenario.json: clients[]: expected a JSON object; got {data!r}")
+        kwargs = dict(data)
+        kwargs["flags"] = tuple(ConfigFlag(**f) for f in kwargs.get("flags") or ())
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class GroupIsolation:
+    """The isolation level the audit took for the run's consumer group, and why (from the members'
+    effective ``isolation.level``)."""
+
+    level: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        _need(self.level in ISOLATION_LEVELS, self, "level", " or ".join(ISOLATION_LEVELS), self.level)
+        _need(type(self.reason) is str and bool(self.reason), self, "reason", "a non-empty str", self.reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level, "reason": self.reason}
+
+
 @dataclass(frozen=True)
 class ScenarioInfo:
     """The contents of ``<run_dir>/scenario.json``: what was run, against what, and what to look for.
@@ -188,6 +326,8 @@ class ScenarioInfo:
     expected_symptoms: tuple[ExpectedSymptom, ...] = ()
     remediation: tuple[str, ...] = ()
     thresholds: tuple[ThresholdResult, ...] = ()
+    clients: tuple[ClientInfo, ...] = ()
+    group_isolation: GroupIsolation | None = None
     nodeid: str | None = None
     command: str | None = None
     log_dir: str = "logs"
@@ -243,6 +383,7 @@ class ScenarioInfo:
             ("expected_symptoms", ExpectedSymptom),
             ("remediation", str),
             ("thresholds", ThresholdResult),
+            ("clients", ClientInfo),
         ):
             value = getattr(self, attr)
             _need(
@@ -252,6 +393,13 @@ class ScenarioInfo:
                 f"a tuple of {kind.__name__}",
                 value,
             )
+        _need(
+            self.group_isolation is None or isinstance(self.group_isolation, GroupIsolation),
+            self,
+            "group_isolation",
+            "a GroupIsolation or null",
+            self.group_isolation,
+        )
         _need(
             type(self.log_dir) is str and bool(self.log_dir) and not os.path.isabs(self.log_dir),
             self,
@@ -290,6 +438,8 @@ class ScenarioInfo:
             "expected_symptoms": [s.to_dict() for s in self.expected_symptoms],
             "remediation": list(self.remediation),
             "thresholds": [t.to_dict() for t in self.thresholds],
+            "clients": [c.to_dict() for c in self.clients],
+            "group_isolation": self.group_isolation.to_dict() if self.group_isolation is not None else None,
             "nodeid": self.nodeid,
             "command": self.command,
             "log_dir": self.log_dir,
@@ -330,6 +480,10 @@ class ScenarioInfo:
             )
             kwargs["thresholds"] = tuple(ThresholdResult(**t) for t in kwargs.get("thresholds") or ())
             kwargs["remediation"] = tuple(kwargs.get("remediation") or ())
+            kwargs["clients"] = tuple(ClientInfo.from_dict(c) for c in kwargs.get("clients") or ())
+            isolation = kwargs.get("group_isolation")
+            if isolation is not None:
+                kwargs["group_isolation"] = GroupIsolation(**isolation)
             for attr in ("producer_config", "consumer_config", "broker_config"):
                 if kwargs.get(attr) is None:
                     kwargs.pop(attr, None)

@@ -37,15 +37,26 @@ from chaos.run.events import Isolation
 from chaos.run.manifest import ScenarioInfo, TopicInfo, write_scenario
 from chaos.scenario import waits
 from chaos.scenario.bridge import fault_event
-from chaos.scenario.conclude import conclude
+from chaos.scenario.conclude import (
+    audit_options,
+    client_records,
+    conclude,
+    given_isolation,
+    group_isolation,
+    member_levels,
+)
 from chaos.scenario.describe import describe_run, scenario_id, variant_client
 from chaos.scenario.model import Scenario, ScenarioError, Variant
 from chaos.scenario.result import ScenarioResult
 from chaos.scenario.views import acked_ids, delivered_ids
 from chaos.scenario.workers import RunWorkers
-from chaos.workload import RunContext, drain, time_profile
+from chaos.workload import RunContext, consumer_config, drain, time_profile
+from chaos.workload.effective import announced, take_announced
+from chaos.workload.readers import offset_bounds
+from chaos.workload.tail import last_data_offsets
 
 if TYPE_CHECKING:
+    from chaos.audit.model import AuditOptions
     from chaos.audit.run import Engine
     from chaos.cluster.cluster import KafkaCluster
     from chaos.run.events import PartitionState as LiveState
@@ -162,16 +173,27 @@ class ScenarioRun(RunWorkers):
         drain_timeout_s: float = 60.0,
         isolations: Sequence[Isolation] = ("read_uncommitted", "read_committed"),
         engine: Engine | None = None,
+        options: AuditOptions | None = None,
     ) -> ScenarioResult:
-        """Heal, drain the topic, capture broker logs, close the history, audit; ``audit.json`` written.
+        """Heal, drain the topic, capture broker logs, close the history, audit; ``audit.json`` written, and
+        ``scenario.json`` given what each client really ran with (``clients``, ``group_isolation``).
 
         ``isolations``: the drain's isolation levels, i.e. what the audit takes as the topic's contents
         (``("read_committed",)`` for a transactional output, whose aborted copies are not its contents).
         ``engine``: the audit engine for this run (default: the run's).
+        ``options``: the audit's options; by default the group's isolation level is its members' effective
+        ``isolation.level`` (:func:`chaos.scenario.conclude.group_isolation`).
         """
         if self._history is None or self._finished:
             raise ScenarioError("finish() needs an open run and may be called once")
         self._teardown()
+        clients = take_announced(self.run_id)
+        isolation = group_isolation(clients, self.group)
+        if options is None:
+            options = audit_options(isolation)
+        else:
+            isolation = given_isolation(options, isolation)
+        self._update(clients=client_records(clients, self.variant), group_isolation=isolation)
         if self._info.topic is not None:
             self.wait_converged()
         drained = drain(self.context, timeout_s=drain_timeout_s, isolations=isolations)
@@ -186,6 +208,7 @@ class ScenarioRun(RunWorkers):
             engine=self.engine,
             spark_master=self.spark_master,
             strict_symptoms=self.strict_symptoms,
+            options=options,
         )
         self._finished = True
         self._update(ended_ts=time.time(), outcome=None, error=None)
@@ -276,10 +299,29 @@ class ScenarioRun(RunWorkers):
         """Poll a cluster-side ``condition()`` (introspection) until true; errors count as false."""
         return waits.wait_until(what, condition, timeout_s)
 
-    def wait_caught_up(self, timeout_s: float = 30.0) -> float:
-        """Wait until the group has delivered, in every partition, the record before the end offset
-        (:func:`chaos.scenario.waits.caught_up`)."""
-        return waits.caught_up(self.topic, self.events, self.end_offsets, timeout_s)
+    def wait_caught_up(self, timeout_s: float = 30.0, *, isolation: Isolation | None = None) -> float:
+        """Wait until the group has delivered, in every partition, the last record it can read: the
+        greatest offset below the end offset (the last stable offset under read_committed, the high
+        watermark under read_uncommitted) holding a record visible at the group's isolation level — not a
+        commit/abort marker, nor under read_committed an aborted record (:func:`chaos.scenario.waits.
+        caught_up`, :func:`chaos.workload.tail.last_data_offsets`). Returns the seconds it took.
+
+        ``isolation``: the group's level. By default its members' effective ``isolation.level`` (as the
+        workers announced it; the variant's consumer configuration before any member started), but
+        read_committed if a transactional worker consumes the topic or the members differ
+        (:func:`chaos.scenario.waits.group_isolation`)."""
+        if isolation is None:
+            configured = list(member_levels(announced(self.run_id), self.group))
+            if not configured:  # no member announced yet: the variant's consumer configuration
+                member = consumer_config(self.client, self.bootstrap, "caught-up", self.group, self.time)
+                configured = [str(member["isolation.level"])]
+            isolation = waits.group_isolation(self.topic, self.events(), configured)
+        level: Isolation = isolation
+
+        def targets(timeout: float) -> dict[int, int]:
+            return last_data_offsets(self.context, level, timeout_s=timeout, admin=self.cluster.admin())
+
+        return waits.caught_up(self.topic, self.events, self.end_offsets, timeout_s, targets)
 
     # ---- the cluster: topic, faults, questions ------------------------------------------------------
 
@@ -318,9 +360,15 @@ class ScenarioRun(RunWorkers):
         self._nemesis = Nemesis(self.cluster, self.faults).start(plan)
         return self._nemesis
 
-    def end_offsets(self, timeout_s: float = 10.0) -> dict[int, int]:
-        """The topic's end offsets (high watermarks) per partition, read now (for waits, not assertions)."""
-        return questions.end_offsets(self.cluster, self.topic, timeout_s)
+    def end_offsets(
+        self, timeout_s: float = 10.0, isolation: Isolation = "read_uncommitted"
+    ) -> dict[int, int]:
+        """The topic's end offsets per partition, read now (for waits, not assertions): the high watermarks,
+        or with ``isolation="read_committed"`` the last stable offsets. On a transactional topic the
+        offset before either may be a marker, never delivered: a group caught up is
+        :meth:`wait_caught_up`'s business."""
+        bounds = offset_bounds(self.cluster.admin(), self.topic, isolation, timeout_s)
+        return {p: end for p, (_, end) in bounds.items()}
 
     def target_partition(self, *, avoid_coordinator: bool = False) -> LiveState:
         """The partition to aim a fault at: see :func:`chaos.cluster.questions.target_partition`."""

@@ -56,10 +56,18 @@ from chaos.workload.common import (
     member_fields,
     payload_value_id,
 )
-from chaos.workload.profiles import ConfigItems, config_items, consumer_config
+from chaos.workload.effective import ClientConfig, announce
+from chaos.workload.profiles import ConfigItems, config_items, consumer_layers
 
 CommitStrategy = Literal["auto", "commit_after", "commit_before", "store_after"]
 COMMIT_STRATEGIES: Final[tuple[str, ...]] = get_args(CommitStrategy)
+STRATEGY_SETTINGS: Final[dict[str, tuple[bool, bool]]] = {
+    "auto": (True, True),
+    "store_after": (True, False),
+    "commit_after": (False, False),
+    "commit_before": (False, False),
+}
+"""What each commit strategy forces: (``enable.auto.commit``, ``enable.auto.offset.store``)."""
 DeliveryPoint = Literal["consume", "processed"]
 DELIVERY_POINTS: Final[tuple[str, ...]] = get_args(DeliveryPoint)
 RecordHook = Callable[[Message], None]
@@ -133,21 +141,25 @@ class MemberSpec:
 
     def consumer_settings(self, context: RunContext) -> dict[str, Any]:
         """The member's Consumer configuration in ``context``: the run's, ``overrides``, the strategy's."""
-        settings: dict[str, Any] = consumer_config(
+        return dict(self.client_config(context).settings)
+
+    def client_config(self, context: RunContext) -> ClientConfig:
+        """:meth:`consumer_settings` with the origin of every key (the member's effective configuration)."""
+        layers = consumer_layers(
             context.client,
             context.bootstrap_servers,
             self.name,
             context.group,
             context.time,
             dict(self.overrides),
+            owner=f"overrides of member {self.name}",
         )
-        if self.strategy == "auto":
-            settings.update({"enable.auto.commit": True, "enable.auto.offset.store": True})
-        elif self.strategy == "store_after":
-            settings.update({"enable.auto.commit": True, "enable.auto.offset.store": False})
-        else:
-            settings.update({"enable.auto.commit": False, "enable.auto.offset.store": False})
-        return settings
+        auto_commit, auto_store = STRATEGY_SETTINGS[self.strategy]
+        layers.put(
+            f"commit strategy {self.strategy}",
+            {"enable.auto.commit": auto_commit, "enable.auto.offset.store": auto_store},
+        )
+        return layers.client(self.name, "member", context.client.name)
 
     def to_data(self) -> dict[str, Any]:
         data = asdict(self)
@@ -355,7 +367,8 @@ class ThreadMember:
     """A member on a thread of this process. Supports graceful stop and restart, not crash."""
 
     def __init__(self, context: RunContext, spec: MemberSpec, hook: RecordHook | None = None) -> None:
-        spec.consumer_settings(context)  # refuse a bad configuration here, not in the member's thread
+        # refuse a bad configuration here, not in the member's thread; the run records what it runs with
+        announce(context, spec.client_config(context))
         self.spec = spec
         self.context = context
         self._hook = hook
@@ -545,7 +558,9 @@ class ProcessMember(ChildProcess):
     module = "chaos.workload.member_child"
 
     def __init__(self, context: RunContext, spec: MemberSpec) -> None:
-        spec.consumer_settings(context)  # refuse a bad configuration in the parent, not in the child
+        # refuse a bad configuration in the parent, not in the child; the child builds this very dict (same
+        # spec, same context), which the run records
+        announce(context, spec.client_config(context))
         super().__init__(spec.name, child_payload(context, spec.to_data()), context.sink)
         self.spec = spec
         self.context = context

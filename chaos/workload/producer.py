@@ -19,8 +19,9 @@ from chaos.errors import ConfigError, WorkloadError
 from chaos.run.context import RunContext
 from chaos.run.events import NAME_PATTERN, SendInvoke, SendOutcome, value_id_for
 from chaos.workload.common import ClientLogBridge, error_name, error_text
+from chaos.workload.effective import announce
 from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
-from chaos.workload.profiles import ConfigValue, producer_config
+from chaos.workload.profiles import ConfigValue, producer_layers
 
 ENQUEUE_GIVE_UP_S: Final = 5.0  # BufferError for this long (queue never drains) -> fail _QUEUE_FULL
 
@@ -85,10 +86,16 @@ class ProducerWorker:
         self._sink = context.sink
         self._run_id = context.run_id
         self._logs = ClientLogBridge(context.sink, context.run_id, spec.name)
-        self._config: dict[str, Any] = producer_config(
-            context.client, context.bootstrap_servers, spec.name, context.time, dict(spec.overrides)
-        )
-        self._config.update(self._logs.callbacks())
+        self.client_config = producer_layers(
+            context.client,
+            context.bootstrap_servers,
+            spec.name,
+            context.time,
+            dict(spec.overrides),
+            owner=f"overrides of producer {spec.name}",
+        ).client(spec.name, "producer", context.client.name)
+        announce(context, self.client_config)  # what it runs with (callbacks excluded): the run records it
+        self._config: dict[str, Any] = {**self.client_config.settings, **self._logs.callbacks()}
         self._single_attempt = context.client.single_attempt
         self._acks0 = str(self._config.get("acks")) == "0"
         self._pending: dict[str, float] = {}  # value id -> invoke mono

@@ -6,7 +6,9 @@ are re-exported here. The builders (:func:`producer_config`, :func:`consumer_con
 :func:`admin_config`) always set bounded timeouts: librdkafka's defaults (e.g. ``message.timeout.ms`` =
 300 s) make a chaos test hang. The producer and consumer configurations they return are librdkafka's
 choice too: one it refuses raises :class:`~chaos.workload.clientconf.ClientConfigError` naming the key,
-before any client starts (:mod:`chaos.workload.clientconf`, about a millisecond).
+before any client starts (:mod:`chaos.workload.clientconf`, about a millisecond). :func:`producer_layers`
+and :func:`consumer_layers` build the same dicts with the origin of every key (what the run records as a
+client's effective configuration: :mod:`chaos.workload.effective`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from chaos.run.profiles import (
 )
 from chaos.run.terms import Guarantee
 from chaos.workload.clientconf import check_client_config
+from chaos.workload.effective import HARNESS, Layers, client_origin, time_origin
 
 __all__ = [
     "ACKS1",
@@ -62,24 +65,65 @@ __all__ = [
     "admin_config",
     "config_items",
     "consumer_config",
+    "consumer_layers",
     "custom_profile",
     "producer_config",
+    "producer_layers",
     "profile",
     "time_profile",
 ]
 
 
-def _common(bootstrap_servers: str, client_id: str, time: TimeProfile) -> dict[str, ConfigValue]:
+def _common(bootstrap_servers: str, client_id: str, time: TimeProfile) -> Layers:
     if not bootstrap_servers:
         raise ConfigError("bootstrap_servers: expected 'host:port[,host:port]'; got an empty string")
-    return {
-        "bootstrap.servers": bootstrap_servers,
-        "client.id": client_id,
-        "socket.timeout.ms": time.socket_timeout_ms,
-        "socket.connection.setup.timeout.ms": time.socket_connection_setup_timeout_ms,
-        # A dead or cut broker must not stall reconnects for long: cap the backoff below the request timeout.
-        "reconnect.backoff.max.ms": min(10_000, time.request_timeout_ms),
-    }
+    return (
+        Layers()
+        .put(HARNESS, {"bootstrap.servers": bootstrap_servers, "client.id": client_id})
+        .put(
+            time_origin(time.name),
+            {
+                "socket.timeout.ms": time.socket_timeout_ms,
+                "socket.connection.setup.timeout.ms": time.socket_connection_setup_timeout_ms,
+                # A dead or cut broker must not stall reconnects for long: cap the backoff below the request
+                # timeout.
+                "reconnect.backoff.max.ms": min(10_000, time.request_timeout_ms),
+            },
+        )
+    )
+
+
+def producer_layers(
+    client: ClientProfile,
+    bootstrap_servers: str,
+    client_id: str,
+    time: TimeProfile = CI,
+    overrides: Mapping[str, ConfigValue] | None = None,
+    owner: str | None = None,
+) -> Layers:
+    """:func:`producer_config`'s dict with the origin of each key (:mod:`chaos.workload.effective`);
+    ``owner`` names the overrides' origin (default ``overrides of <client_id>``)."""
+    layers = _common(bootstrap_servers, client_id, time)
+    layers.put(
+        time_origin(time.name),
+        {"message.timeout.ms": time.message_timeout_ms, "request.timeout.ms": time.request_timeout_ms},
+    )
+    layers.put(client_origin(client.name), client.producer_settings)
+    if client.transactional:
+        layers.default(HARNESS, "transactional.id", f"chaos-{client_id}")
+        limit = int(
+            layers.default(time_origin(time.name), "transaction.timeout.ms", time.transaction_timeout_ms)
+        )
+        if int(layers.settings["message.timeout.ms"]) > limit:
+            layers.put(
+                f"{HARNESS}: message.timeout.ms <= transaction.timeout.ms", {"message.timeout.ms": limit}
+            )
+    layers.put(
+        owner or f"overrides of {client_id}",
+        dict(config_items("producer_config", "overrides", dict(overrides or {}))),
+    )
+    check_client_config("producer", layers.settings, f"producer {client_id} (client profile {client.name})")
+    return layers
 
 
 def producer_config(
@@ -95,23 +139,38 @@ def producer_config(
     ``message.timeout.ms`` no larger than ``transaction.timeout.ms`` (librdkafka refuses otherwise).
     Raises :class:`~chaos.workload.clientconf.ClientConfigError` when librdkafka refuses the result.
     """
-    config = _common(bootstrap_servers, client_id, time)
-    config.update(
+    return producer_layers(client, bootstrap_servers, client_id, time, overrides).settings
+
+
+def consumer_layers(
+    client: ClientProfile,
+    bootstrap_servers: str,
+    client_id: str,
+    group_id: str,
+    time: TimeProfile = CI,
+    overrides: Mapping[str, ConfigValue] | None = None,
+    owner: str | None = None,
+) -> Layers:
+    """:func:`consumer_config`'s dict with the origin of each key (:mod:`chaos.workload.effective`);
+    ``owner`` names the overrides' origin (default ``overrides of <client_id>``)."""
+    layers = _common(bootstrap_servers, client_id, time)
+    layers.put(HARNESS, {"group.id": group_id})
+    layers.put(
+        time_origin(time.name),
         {
-            "message.timeout.ms": time.message_timeout_ms,
-            "request.timeout.ms": time.request_timeout_ms,
-        }
+            "session.timeout.ms": time.session_timeout_ms,
+            "heartbeat.interval.ms": time.heartbeat_interval_ms,
+            "max.poll.interval.ms": time.max_poll_interval_ms,
+        },
     )
-    config.update(client.producer_settings)
-    if client.transactional:
-        config.setdefault("transactional.id", f"chaos-{client_id}")
-        config.setdefault("transaction.timeout.ms", time.transaction_timeout_ms)
-        config["message.timeout.ms"] = min(
-            int(config["message.timeout.ms"]), int(config["transaction.timeout.ms"])
-        )
-    config.update(config_items("producer_config", "overrides", dict(overrides or {})))
-    check_client_config("producer", config, f"producer {client_id} (client profile {client.name})")
-    return config
+    layers.put(HARNESS, {"auto.offset.reset": "earliest", "isolation.level": "read_uncommitted"})
+    layers.put(client_origin(client.name), client.consumer_settings)
+    layers.put(
+        owner or f"overrides of {client_id}",
+        dict(config_items("consumer_config", "overrides", dict(overrides or {}))),
+    )
+    check_client_config("consumer", layers.settings, f"consumer {client_id} (client profile {client.name})")
+    return layers
 
 
 def consumer_config(
@@ -128,23 +187,9 @@ def consumer_config(
     read_committed only for the transactional profile unless the profile or overrides say otherwise.
     Raises :class:`~chaos.workload.clientconf.ClientConfigError` when librdkafka refuses the result.
     """
-    config = _common(bootstrap_servers, client_id, time)
-    config.update(
-        {
-            "group.id": group_id,
-            "session.timeout.ms": time.session_timeout_ms,
-            "heartbeat.interval.ms": time.heartbeat_interval_ms,
-            "max.poll.interval.ms": time.max_poll_interval_ms,
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_uncommitted",
-        }
-    )
-    config.update(client.consumer_settings)
-    config.update(config_items("consumer_config", "overrides", dict(overrides or {})))
-    check_client_config("consumer", config, f"consumer {client_id} (client profile {client.name})")
-    return config
+    return consumer_layers(client, bootstrap_servers, client_id, group_id, time, overrides).settings
 
 
 def admin_config(bootstrap_servers: str, client_id: str, time: TimeProfile = CI) -> dict[str, ConfigValue]:
     """An AdminClient configuration with bounded socket timeouts."""
-    return _common(bootstrap_servers, client_id, time)
+    return _common(bootstrap_servers, client_id, time).settings

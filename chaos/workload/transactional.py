@@ -66,7 +66,8 @@ from chaos.workload.consumer import (
     partition_offsets,
     rebalance_callbacks,
 )
-from chaos.workload.profiles import ConfigItems, config_items, consumer_config, producer_config
+from chaos.workload.effective import ClientConfig, announce
+from chaos.workload.profiles import ConfigItems, config_items, consumer_layers, producer_layers
 
 COMMIT_RETRIES = 3
 
@@ -113,30 +114,45 @@ class TxnWorkerSpec:
 
     def consumer_settings(self, context: RunContext) -> dict[str, Any]:
         """The input consumer's configuration: read_committed, no auto commit, no auto offset store."""
+        return dict(self.consumer_client(context).settings)
+
+    def producer_settings(self, context: RunContext) -> dict[str, Any]:
+        """The output producer's configuration (with ``transactional.id`` when transactional)."""
+        return dict(self.producer_client(context).settings)
+
+    def consumer_client(self, context: RunContext) -> ClientConfig:
+        """:meth:`consumer_settings` with the origin of every key (the effective configuration)."""
         self._check(context)
-        consumer: dict[str, Any] = consumer_config(
+        layers = consumer_layers(
             context.client,
             context.bootstrap_servers,
             self.name,
             context.group,
             context.time,
             dict(self.consumer_overrides),
+            owner=f"consumer overrides of transform {self.name}",
         )
-        consumer.update(
+        layers.put(
+            "transactional worker: read_committed, offsets committed by the worker",
             {
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
-            }
+            },
         )
-        return consumer
+        return layers.client(self.name, "transform_consumer", context.client.name)
 
-    def producer_settings(self, context: RunContext) -> dict[str, Any]:
-        """The output producer's configuration (with ``transactional.id`` when transactional)."""
+    def producer_client(self, context: RunContext) -> ClientConfig:
+        """:meth:`producer_settings` with the origin of every key (the effective configuration)."""
         self._check(context)
-        return producer_config(
-            context.client, context.bootstrap_servers, self.name, context.time, dict(self.producer_overrides)
-        )
+        return producer_layers(
+            context.client,
+            context.bootstrap_servers,
+            self.name,
+            context.time,
+            dict(self.producer_overrides),
+            owner=f"producer overrides of transform {self.name}",
+        ).client(self.name, "transform_producer", context.client.name)
 
     def _check(self, context: RunContext) -> None:
         client = context.client
@@ -348,9 +364,9 @@ class TransactionalWorker(ChildProcess):
     module = "chaos.workload.transactional"
 
     def __init__(self, context: RunContext, spec: TxnWorkerSpec) -> None:
-        # refuse a mismatched profile or a misspelled setting in the parent, not in the child
-        spec.producer_settings(context)
-        spec.consumer_settings(context)
+        # refuse a mismatched profile or a misspelled setting in the parent, not in the child; the child
+        # builds these very dicts (same spec, same context), which the run records
+        announce(context, spec.producer_client(context), spec.consumer_client(context))
         super().__init__(spec.name, child_payload(context, spec.to_data()), context.sink)
         self.spec = spec
         self.context = context
