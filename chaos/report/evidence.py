@@ -94,10 +94,16 @@ def _clip(text: str) -> str:
 
 
 def scan_logs(
-    files: Sequence[Path], symptoms: Sequence[ExpectedSymptom], spans: Sequence[FaultSpan]
+    files: Sequence[Path],
+    symptoms: Sequence[ExpectedSymptom],
+    spans: Sequence[FaultSpan],
+    since: float | None = None,
 ) -> tuple[list[SymptomMatch], list[Excerpt]]:
     """One pass over each log file (:func:`chaos.cluster.logs.log_files`): matches of the ``broker_log``
-    symptoms, and excerpts of the lines within ``EXCERPT_RADIUS_S`` of every fault inject and heal."""
+    symptoms, and excerpts of the lines within ``EXCERPT_RADIUS_S`` of every fault inject and heal.
+
+    ``since`` (the run's start): a symptom is only matched by a line of the run itself — the captured
+    logs begin a margin earlier, where a line the previous run on the same cluster caused may stand."""
     wanted = [s for s in symptoms if s.kind == "broker_log"]
     edges: list[tuple[str, str, float]] = []
     for span in spans:
@@ -118,8 +124,9 @@ def scan_logs(
             else:
                 last_ts = ts
             line: LogLine | None = None
+            in_run = since is None or (ts is not None and ts >= since)
             for i, symptom in enumerate(wanted):
-                if symptom.matches(text):
+                if in_run and symptom.matches(text):
                     counts[i] += 1
                     line = line or LogLine(path.name, lineno, ts, _clip(text))
                     found[i].append(line)

@@ -431,7 +431,7 @@ def build_page(
     logs = log_files(log_dir)
     symptoms: tuple[ExpectedSymptom, ...] = info.expected_symptoms if info is not None else ()
     spans = timeline.faults if timeline is not None else ()
-    log_matches, excerpts = scan_logs(logs, symptoms, spans)
+    log_matches, excerpts = scan_logs(logs, symptoms, spans, info.started_ts if info is not None else None)
     table = history.table if history is not None and history_error is None else None
     matches: list[SymptomMatch] = history_symptoms(table, symptoms, timeline.t0 if timeline else None)
     matches += log_matches

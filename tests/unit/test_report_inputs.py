@@ -22,7 +22,7 @@ from chaos.report import (
     reproduce_command,
     write_scenario,
 )
-from chaos.report.evidence import parse_line
+from chaos.report.evidence import parse_line, scan_logs
 from chaos.report.timeline import fault_spans, plot_text, safe_json
 from tests.report_sample import SAMPLE_T0, write_sample_run
 
@@ -204,3 +204,21 @@ def test_embedded_json_and_plot_text_are_inert() -> None:
     assert not set(text) & {"<", ">", "&", "\u2028"}
     assert json.loads(text) == {"k": hostile}
     assert plot_text("<b>a & b</b>") == "&lt;b&gt;a &amp; b&lt;/b&gt;"
+
+
+def test_a_broker_log_symptom_is_only_matched_by_a_line_of_the_run_itself(tmp_path: Path) -> None:
+    """The captured logs begin a margin before the run: a line the previous run caused stands there."""
+    log = tmp_path / "kafka-1.log"
+    log.write_text(
+        "[2026-01-15 12:00:01,000] INFO [Partition t-0] Shrinking ISR from 1,2,3 to 1 (kafka.cluster)\n"
+        "[2026-01-15 12:00:03,000] INFO unrelated (kafka.x)\n"
+        "[2026-01-15 12:00:04,000] INFO [Partition t-1] Shrinking ISR from 1,2,3 to 2 (kafka.cluster)\n",
+        encoding="utf-8",
+    )
+    symptom = ExpectedSymptom("broker_log", "Shrinking ISR")
+    (whole,), _ = scan_logs([log], [symptom], ())
+    (own,), _ = scan_logs([log], [symptom], (), since=SAMPLE_T0 + 2.0)
+    (none,), _ = scan_logs([log], [symptom], (), since=SAMPLE_T0 + 5.0)
+    assert (whole.count, own.count, none.count) == (2, 1, 0)
+    assert own.first_ts == pytest.approx(SAMPLE_T0 + 4.0)
+    assert not none.observed
