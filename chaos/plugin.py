@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from chaos.cluster.config import ClusterConfig
     from chaos.cluster.images import ImageSet, Source
     from chaos.faults.nemesis import Nemesis
-    from chaos.run.interrupts import MainThreadKicker
     from chaos.run.locks import RunDirs
     from chaos.scenario import Scenario, ScenarioRun
 
@@ -41,7 +40,6 @@ _RUN_DIRS: pytest.StashKey[RunDirs] = pytest.StashKey()
 _ENV_SEED = "CHAOS_SEED"
 _ENV_KAFKA_VERSION = "CHAOS_KAFKA_VERSION"
 _ENV_REPORT_DIR = "CHAOS_REPORT_DIR"
-_KICKER: pytest.StashKey[MainThreadKicker] = pytest.StashKey()
 _SIGTERM_BEFORE = pytest.StashKey["Callable[[int, FrameType | None], object] | int | None"]()
 
 
@@ -162,9 +160,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if _KICKER in config.stash:
-        config.stash[_KICKER].uninstall()
-        del config.stash[_KICKER]
     if _SIGTERM_BEFORE in config.stash:
         signal.signal(signal.SIGTERM, config.stash[_SIGTERM_BEFORE])
         del config.stash[_SIGTERM_BEFORE]
@@ -179,11 +174,6 @@ def _install_sigterm(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
     config.stash[_SIGTERM_BEFORE] = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
-    from chaos.run.interrupts import MainThreadKicker
-
-    kicker = MainThreadKicker()
-    if kicker.install():  # a signal caught by a worker's thread wakes the main thread at once
-        config.stash[_KICKER] = kicker
 
 
 def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
