@@ -341,8 +341,9 @@ class KafkaCluster:
     def answered(self, broker: Broker) -> None:
         self._preferred = self.brokers.index(broker)
 
-    def restart_broker(self, node_id: int, timeout_s: float = 90.0) -> float:
-        """Start a killed/stopped broker's same container (data kept); wait for "started" since now.
+    def restart_broker(self, node_id: int, timeout_s: float = 90.0, *, wait: bool = True) -> float:
+        """Start a killed/stopped broker's same container (data kept); wait for "started" since now
+        (``wait=False``: return once the container runs).
 
         Returns the seconds until it logged started; logs are read ``since=`` the restart time.
         """
@@ -355,7 +356,8 @@ class KafkaCluster:
             wrapped.unpause()
         if wrapped.status != "running":
             wrapped.start()
-        wait_for_log(broker.container, re.escape(READY_LOG), timeout_s, since=since)
+        if wait:
+            wait_for_log(broker.container, re.escape(READY_LOG), timeout_s, since=since)
         return time.monotonic() - started
 
     def capture_logs(self, directory: Path, since: float | None = None) -> list[Path]:

@@ -142,6 +142,9 @@ class Fault(abc.ABC):
         self._healed = False
         self._inject_error: str | None = None
         self._notes: list[str] = []
+        self.interrupted = False
+        """Set by a heal during an interrupt (Ctrl-C, SIGTERM): undo the fault, do not wait for the cluster
+        to settle after it (the session is ending; a CI cancel gives seconds)."""
 
     def params(self) -> dict[str, Param]:
         """The fault's parameters, for its record (override to add some)."""
@@ -189,10 +192,12 @@ class Fault(abc.ABC):
                 raise
         return self
 
-    def heal(self) -> None:
+    def heal(self, *, interrupted: bool = False) -> None:
         """Undo the fault; a second call, or a call before inject, does nothing. A heal that raises
-        leaves the fault active (recorded with the error): call it again to retry."""
+        leaves the fault active (recorded with the error): call it again to retry. ``interrupted``: the
+        session is being interrupted, see :attr:`interrupted`."""
         with self._lock:
+            self.interrupted = self.interrupted or interrupted
             self._heal_locked()
 
     def mark_healed(self, note: str) -> bool:
@@ -256,7 +261,7 @@ class Fault(abc.ABC):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.heal()
+        self.heal(interrupted=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.target_text}, {self.params()})"

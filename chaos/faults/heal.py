@@ -67,11 +67,15 @@ def heal_all(
 
 
 def heal_faults(
-    faults: list[Fault], attempts: int = HEAL_ATTEMPTS, backoff_s: float = RETRY_BACKOFF_S
+    faults: list[Fault],
+    attempts: int = HEAL_ATTEMPTS,
+    backoff_s: float = RETRY_BACKOFF_S,
+    *,
+    interrupted: bool = False,
 ) -> tuple[list[str], list[Fault]]:
     """Heal ``faults``, retrying those whose heal failed up to ``attempts`` times (no retry starts later
     than ``RETRY_WITHIN_S`` after the first). Returns what was done and the faults still not healed (each
-    stays active, its record carrying the error)."""
+    stays active, its record carrying the error). ``interrupted``: see :attr:`Fault.interrupted`."""
     actions: list[str] = []
     started = time.monotonic()
     pending = faults
@@ -81,7 +85,7 @@ def heal_faults(
             if not fault.active:  # healed meanwhile (its own thread, or a Toxiproxy restart)
                 continue
             try:
-                fault.heal()
+                fault.heal(interrupted=interrupted)
                 actions.append(f"healed {fault!r}" + (f" (attempt {attempt})" if attempt > 1 else ""))
             except Exception:  # recorded on the fault; retried below, reported by the caller
                 failed.append(fault)

@@ -40,6 +40,10 @@ class Crash(Fault):
 
     def _heal(self) -> None:
         (broker_id,) = self.brokers
+        if self.interrupted:  # started again; the session ends, so nobody needs it ready
+            self.cluster.restart_broker(broker_id, self.restart_timeout_s, wait=False)
+            self.note("restarted without waiting for it to start (the session was interrupted)")
+            return
         self.restart_s = self.cluster.restart_broker(broker_id, self.restart_timeout_s)
 
 

@@ -156,7 +156,7 @@ class ScenarioRun(RunWorkers):
             return
         failed: Exception | None = None
         try:
-            self._teardown()
+            self._teardown(interrupted=isinstance(exc, KeyboardInterrupt))
         except Exception as teardown_error:  # a fault not healed: the run is an error, whatever it was
             failed = teardown_error
         finally:
@@ -216,8 +216,9 @@ class ScenarioRun(RunWorkers):
         self.result = result
         return result
 
-    def _teardown(self) -> None:
-        """Stop the nemesis (it heals the cluster), the workers and samplers; heal the run's faults."""
+    def _teardown(self, *, interrupted: bool = False) -> None:
+        """Stop the nemesis (it heals the cluster), the workers and samplers; heal the run's faults
+        (``interrupted``: without waiting for the cluster to settle, :attr:`Fault.interrupted`)."""
         errors: list[str] = []
         if self._nemesis is not None:
             nemesis, self._nemesis = self._nemesis, None
@@ -227,7 +228,7 @@ class ScenarioRun(RunWorkers):
                 errors.append(f"nemesis heal: {exc!r}")
             errors += nemesis.errors
         errors += self.stop_workers()
-        _, stuck = heal_faults(self.faults.active())
+        _, stuck = heal_faults(self.faults.active(), interrupted=interrupted)
         errors += [f"{f!r}: {f.record.error if f.record else '?'}" for f in stuck]
         if errors:
             with contextlib.suppress(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -94,3 +95,47 @@ def test_unknown_broker_is_refused_before_anything_happens() -> None:
         fault.inject()
     assert fault.injected == 0
     assert log.records() == []
+
+
+class RestartingCluster(FakeCluster):
+    """Records how Crash restarts a broker."""
+
+    def __init__(self) -> None:
+        self.restarts: list[bool] = []
+        self.killed: list[int] = []
+
+    def broker(self, node_id: int) -> Any:
+        cluster = self
+
+        class Docker:
+            def kill(self) -> None:
+                cluster.killed.append(node_id)
+
+        class Broker:
+            docker = Docker()
+
+        return Broker()
+
+    def restart_broker(self, node_id: int, timeout_s: float = 90.0, *, wait: bool = True) -> float:
+        self.restarts.append(wait)
+        return 0.0
+
+
+@pytest.mark.parametrize(
+    ("body_raises", "waited"), [(None, True), (ValueError, True), (KeyboardInterrupt, False)]
+)
+def test_a_crash_healed_by_an_interrupt_restarts_the_broker_without_waiting_for_it(
+    body_raises: type[BaseException] | None, waited: bool
+) -> None:
+    from chaos.faults.process import Crash
+
+    cluster = RestartingCluster()
+    fault = Crash(cluster, 2, log=FaultLog())  # type: ignore[arg-type]
+    with contextlib.suppress(ValueError, KeyboardInterrupt), fault:
+        if body_raises is not None:
+            raise body_raises
+    assert cluster.killed == [2]
+    assert cluster.restarts == [waited]
+    assert not fault.active
+    assert fault.record is not None
+    assert any("interrupted" in n for n in fault.record.notes) is not waited
