@@ -8,11 +8,14 @@ and stops it in :meth:`RunWorkers.stop_workers`; the run supplies :attr:`RunWork
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+import dataclasses
+import signal
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from chaos.scenario.model import ScenarioError
 from chaos.workload import (
+    ClientProfile,
     ClusterSampler,
     CommitStrategy,
     DeliveryPoint,
@@ -23,6 +26,8 @@ from chaos.workload import (
     RestoreReader,
     RunContext,
     ThreadMember,
+    TransactionalProducer,
+    TxnProducerSpec,
     producer_config,
 )
 
@@ -109,6 +114,47 @@ class RunWorkers:
         )
         worker = ProducerWorker(self.context, spec)
         self.on_close(lambda: _quiet(worker.stop))
+        return worker.start()
+
+    def txn_producer(
+        self,
+        name: str = "txn-producer-0",
+        *,
+        txn_size: int = 10,
+        rate: float | None = 100.0,
+        count: int | None = None,
+        duration_s: float | None = None,
+        crash_in_txn: int | None = None,
+        freeze_in_txn: int | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        client: ClientProfile | None = None,
+        flush_timeout_s: float = 30.0,
+    ) -> TransactionalProducer:
+        """Start a transactional producer (:mod:`chaos.workload.txn_producer`) in a child process: the
+        producer's sends in transactions of ``txn_size``, every transaction's begin and end recorded, so the
+        audit judges each send by its transaction. ``client``: a transactional client profile when the
+        variant's is not (default: the variant's). ``crash_in_txn`` / ``freeze_in_txn``: the transaction in
+        which it SIGKILLs / SIGSTOPs itself (``resume()`` thaws it). The run stops it when it ends (unless
+        it was killed); ``wait()``, ``stop()``, ``crash()``, ``pause()`` / ``resume()`` are the caller's."""
+        spec = TxnProducerSpec(
+            name=name,
+            txn_size=txn_size,
+            rate=rate,
+            count=count,
+            duration_s=duration_s if duration_s is not None or count is not None else 30.0,
+            crash_in_txn=crash_in_txn,
+            freeze_in_txn=freeze_in_txn,
+            flush_timeout_s=flush_timeout_s,
+            overrides=tuple((overrides or {}).items()),
+        )
+        context = self.context if client is None else dataclasses.replace(self.context, client=client)
+        worker = TransactionalProducer(context, spec)
+
+        def close() -> None:
+            if worker.returncode != -signal.SIGKILL:  # a crash (crash_in_txn, crash()) is already over
+                worker.stop()
+
+        self.on_close(close)
         return worker.start()
 
     def member_spec(

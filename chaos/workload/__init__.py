@@ -51,6 +51,12 @@ from chaos.workload.runner import (
 )
 from chaos.workload.sampler import ClusterSampler
 from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec, run_txn_worker
+from chaos.workload.txn_producer import (
+    TransactionalProducer,
+    TxnProducerSpec,
+    TxnProducerStats,
+    run_txn_producer,
+)
 
 __all__ = [
     "ACKS1",
@@ -86,7 +92,10 @@ __all__ = [
     "Sink",
     "ThreadMember",
     "TimeProfile",
+    "TransactionalProducer",
     "TransactionalWorker",
+    "TxnProducerSpec",
+    "TxnProducerStats",
     "TxnWorkerSpec",
     "WorkloadPlan",
     "WorkloadResult",
@@ -101,6 +110,7 @@ __all__ = [
     "producer_config",
     "profile",
     "run_member",
+    "run_txn_producer",
     "run_txn_worker",
     "run_workload",
     "startup_probe",

@@ -422,8 +422,9 @@ class ChildProcess:
     """A workload actor in a child Python process (``python -m <module>``) whose events come back over a pipe.
 
     The child reads one JSON line (its spec) from stdin and writes each event as one flushed JSON line to
-    stdout. :meth:`stop` asks it to close gracefully (SIGTERM); :meth:`crash` SIGKILLs it. Events the child
-    wrote to the pipe before a kill are kept; the rest is lost, as in a real crash.
+    stdout. :meth:`stop` asks it to close gracefully (SIGTERM); :meth:`crash` SIGKILLs it; :meth:`pause`
+    freezes it (SIGSTOP) until :meth:`resume`. Events the child wrote to the pipe before a kill are kept; the
+    rest is lost, as in a real crash.
     """
 
     module: str = "chaos.workload.member_child"
@@ -522,6 +523,7 @@ class ChildProcess:
             return
         if self._proc.poll() is None:
             self._proc.send_signal(signal.SIGTERM)
+            self._proc.send_signal(signal.SIGCONT)  # a frozen child handles the SIGTERM once it runs
         code = self._wait(timeout_s)
         if code is None:
             self._proc.kill()
@@ -540,6 +542,21 @@ class ChildProcess:
             raise WorkloadError(f"{self.name} is not running")
         self._proc.kill()
         self._wait(10.0)
+
+    def pause(self) -> None:
+        """Freeze the child (SIGSTOP): no thread of it runs — no heartbeat, no request, no timer — until
+        :meth:`resume`, as a process stalled by the OS or a debugger. :meth:`stop` and :meth:`crash` work on a
+        frozen child."""
+        self._signal_running(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a frozen child run again (SIGCONT), whether :meth:`pause` or the child itself stopped it."""
+        self._signal_running(signal.SIGCONT)
+
+    def _signal_running(self, signum: signal.Signals) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            raise WorkloadError(f"{self.name} is not running")
+        self._proc.send_signal(signum)
 
     def restart(self) -> Self:
         if self.running:

@@ -1,4 +1,5 @@
-"""Entry point of a :class:`~chaos.workload.consumer.ProcessMember` child process.
+"""Entry point of a :class:`~chaos.workload.consumer.ProcessMember` child process, and what every child
+entry point shares (:func:`serve`).
 
 Reads one :func:`~chaos.workload.common.child_payload` line from stdin (the run's context and the
 :class:`MemberSpec`), runs the member, and writes every event as one JSON line to stdout (written and
@@ -14,9 +15,11 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import Final
+from typing import Any, Final
 
+from chaos.run.context import RunContext
 from chaos.run.events import Event
 from chaos.workload.common import Sink, read_child_payload
 from chaos.workload.consumer import PARENT_PID_ENV, MemberSpec, run_member
@@ -71,11 +74,21 @@ def pipe_sink() -> Sink:
     return sink
 
 
-def main() -> int:
+ChildRun = Callable[[RunContext, dict[str, Any], threading.Event], object]
+"""A child worker's body: the run's context (events go to the pipe), its spec data, the stop event."""
+
+
+def serve(run: ChildRun) -> int:
+    """A child entry point's ``main()``: read the payload from stdin, wire the signals
+    (:func:`stop_on_sigterm`), run the worker with its events on stdout (:func:`pipe_sink`); exit status 0."""
     context, spec = read_child_payload(sys.stdin.readline(), pipe_sink())
     stop = stop_on_sigterm()
-    run_member(context, MemberSpec.from_data(spec), stop)
+    run(context, spec, stop)
     return 0
+
+
+def main() -> int:
+    return serve(lambda context, spec, stop: run_member(context, MemberSpec.from_data(spec), stop))
 
 
 if __name__ == "__main__":

@@ -4,10 +4,14 @@ Every value is ``value_id_for(run, producer, seq)`` (UTF-8) with a key ``k<seq %
 :class:`SendInvoke` before ``produce()`` and one :class:`SendOutcome` per value: from the delivery report
 (classified by :mod:`chaos.workload.outcomes`), from a synchronous ``produce()`` error, or — for values still
 unacknowledged after the final flush and purge — ``info`` with ``_NO_DELIVERY_REPORT``.
+
+:class:`Pacer` (when the next send is due) and :class:`SendRecorder` (recording one producer's sends) are
+shared with the transactional producer (:mod:`chaos.workload.txn_producer`).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -19,7 +23,7 @@ from chaos.errors import ConfigError, WorkloadError
 from chaos.run.context import RunContext
 from chaos.run.events import NAME_PATTERN, SendInvoke, SendOutcome, value_id_for
 from chaos.workload.common import ClientLogBridge, error_name, error_text
-from chaos.workload.effective import announce
+from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
 from chaos.workload.profiles import ConfigValue, producer_layers
 
@@ -42,24 +46,34 @@ class ProducerSpec:
     overrides: tuple[tuple[str, ConfigValue], ...] = ()
 
     def __post_init__(self) -> None:
-        import re
-
-        if not re.fullmatch(NAME_PATTERN, self.name):
-            raise ConfigError(f"ProducerSpec.name: expected [A-Za-z0-9_.-]{{1,128}}; got {self.name!r}")
+        owner = type(self).__name__  # a subclass's errors name the subclass
+        if not isinstance(self.name, str) or not re.fullmatch(NAME_PATTERN, self.name):
+            raise ConfigError(f"{owner}.name: expected [A-Za-z0-9_.-]{{1,128}}; got {self.name!r}")
         if self.topic is not None and not self.topic:
-            raise ConfigError("ProducerSpec.topic: expected a topic name, or None for the run's topic")
+            raise ConfigError(f"{owner}.topic: expected a topic name, or None for the run's topic")
         if self.rate is not None and not self.rate > 0:
-            raise ConfigError(f"ProducerSpec.rate: expected messages/s > 0 or None; got {self.rate!r}")
+            raise ConfigError(f"{owner}.rate: expected messages/s > 0 or None; got {self.rate!r}")
         if self.count is None and self.duration_s is None:
-            raise ConfigError("ProducerSpec: set count or duration_s (a producer must stop by itself)")
+            raise ConfigError(f"{owner}: set count or duration_s (a producer must stop by itself)")
         if self.count is not None and self.count < 0:
-            raise ConfigError(f"ProducerSpec.count: expected >= 0; got {self.count!r}")
+            raise ConfigError(f"{owner}.count: expected >= 0; got {self.count!r}")
         if self.duration_s is not None and not self.duration_s > 0:
-            raise ConfigError(f"ProducerSpec.duration_s: expected > 0; got {self.duration_s!r}")
+            raise ConfigError(f"{owner}.duration_s: expected > 0; got {self.duration_s!r}")
         if self.keys < 1:
-            raise ConfigError(f"ProducerSpec.keys: expected >= 1; got {self.keys!r}")
+            raise ConfigError(f"{owner}.keys: expected >= 1; got {self.keys!r}")
         if not self.flush_timeout_s > 0:
-            raise ConfigError(f"ProducerSpec.flush_timeout_s: expected > 0; got {self.flush_timeout_s!r}")
+            raise ConfigError(f"{owner}.flush_timeout_s: expected > 0; got {self.flush_timeout_s!r}")
+
+    def client_config(self, context: RunContext) -> ClientConfig:
+        """The producer's effective configuration in ``context``: the run's, then ``overrides``."""
+        return producer_layers(
+            context.client,
+            context.bootstrap_servers,
+            self.name,
+            context.time,
+            dict(self.overrides),
+            owner=f"overrides of producer {self.name}",
+        ).client(self.name, "producer", context.client.name)
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,189 @@ class ProducerStats:
     elapsed_s: float
 
 
+class Pacer:
+    """When a producer's next send is due: ``spec.rate`` sends/s from construction, until ``spec.count``
+    sends, ``spec.duration_s`` seconds, or a stop."""
+
+    def __init__(self, spec: ProducerSpec, stop: threading.Event) -> None:
+        self.started = time.monotonic()
+        self.seq = 0  # the next send's sequence number
+        self._deadline = self.started + spec.duration_s if spec.duration_s is not None else float("inf")
+        self._count = spec.count if spec.count is not None else 2**62
+        self._interval = 1.0 / spec.rate if spec.rate else 0.0
+        self._stop = stop
+
+    def ready(self, producer: Producer) -> bool:
+        """Serve ``producer``'s callbacks until the next send is due; False when the sending is over."""
+        while self.seq < self._count and not self._stop.is_set():
+            now = time.monotonic()
+            if now >= self._deadline:
+                return False
+            if self._interval:
+                due = self.started + self.seq * self._interval
+                if due > now + 0.001:
+                    producer.poll(min(due - now, self._deadline - now, 0.1))
+                    continue
+            return True
+        return False
+
+    def sent(self, producer: Producer) -> None:
+        """Count the send just made (delivery reports are served every 64 sends)."""
+        self.seq += 1
+        if self.seq % 64 == 0:
+            producer.poll(0)
+
+
+class SendRecorder:
+    """Records one producer's sends into the run's sink: :class:`SendInvoke` before ``produce()``, then
+    exactly one :class:`SendOutcome` per value (delivery report, synchronous error, or ``info`` when
+    :meth:`close` finds it silent). ``process`` is both the events' process and the values' producer."""
+
+    def __init__(self, context: RunContext, process: str, topic: str, keys: int) -> None:
+        self.process = process
+        self.topic = topic
+        self._keys = keys
+        self._sink = context.sink
+        self._run_id = context.run_id
+        self._single_attempt = context.client.single_attempt
+        self._pending: dict[str, float] = {}  # value id -> invoke mono
+        self._lock = threading.Lock()
+        self._counts = {"ok": 0, "fail": 0, "info": 0}
+        self._sent = 0
+        self._closed = False
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """``(sent, ok, fail, info)`` so far."""
+        with self._lock:
+            return self._sent, self._counts["ok"], self._counts["fail"], self._counts["info"]
+
+    def send(self, producer: Producer, seq: int) -> str:
+        """Record and produce value ``seq``; returns its value id."""
+        vid = value_id_for(self._run_id, self.process, seq)
+        key = f"k{seq % self._keys}"
+        invoke = SendInvoke(
+            run_id=self._run_id,
+            process=self.process,
+            value_id=vid,
+            producer=self.process,
+            seq=seq,
+            topic=self.topic,
+            key=key,
+        )
+        self._sink(invoke)
+        with self._lock:
+            self._pending[vid] = invoke.mono
+            self._sent += 1
+        give_up = time.monotonic() + ENQUEUE_GIVE_UP_S
+        while True:
+            try:
+                producer.produce(
+                    self.topic, value=vid.encode(), key=key.encode(), on_delivery=self.on_delivery
+                )
+                return vid
+            except BufferError:
+                # The local queue is full: serve delivery reports to drain it, then retry the same value.
+                if time.monotonic() >= give_up:
+                    self._resolve_sync(vid, "_QUEUE_FULL", "local queue stayed full", retriable=True)
+                    return vid
+                producer.poll(0.05)
+            except KafkaException as exc:
+                self._resolve_sync(vid, error_name(exc), error_text(exc), retriable=False)
+                return vid
+
+    def _resolve_sync(self, vid: str, error: str, message: str, *, retriable: bool) -> None:
+        verdict = classify_produce_exception(error)
+        with self._lock:
+            mono = self._pending.pop(vid)
+            self._counts["fail"] += 1
+        now = time.monotonic()
+        self._sink(
+            SendOutcome(
+                run_id=self._run_id,
+                process=self.process,
+                value_id=vid,
+                outcome="fail",
+                latency_ms=(now - mono) * 1000,
+                error=error,
+                retriable=retriable,
+                fatal=False,
+                message=f"{message}: {verdict.reason}",
+                mono=now,
+            )
+        )
+
+    def on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        """The delivery report callback (``on_delivery`` of every ``produce()``)."""
+        now = time.monotonic()
+        raw = msg.value()
+        vid = raw.decode("utf-8", "replace") if raw is not None else ""
+        with self._lock:
+            mono = self._pending.pop(vid, None)
+            if mono is None or self._closed:
+                return  # already resolved (cannot happen for our own values; defensive)
+        latency = (now - mono) * 1000
+        if err is None:
+            offset = msg.offset()
+            partition = msg.partition()
+            outcome = SendOutcome(
+                run_id=self._run_id,
+                process=self.process,
+                value_id=vid,
+                outcome="ok",
+                partition=partition if partition is not None and partition >= 0 else 0,
+                offset=offset if offset is not None and offset >= 0 else None,
+                latency_ms=latency,
+                mono=now,
+            )
+            kind = "ok"
+        else:
+            verdict = classify_delivery_error(err.name(), single_attempt=self._single_attempt)
+            partition = msg.partition()
+            outcome = SendOutcome(
+                run_id=self._run_id,
+                process=self.process,
+                value_id=vid,
+                outcome=verdict.outcome,
+                partition=partition if partition is not None and partition >= 0 else None,
+                latency_ms=latency,
+                error=err.name(),
+                retriable=err.retriable(),
+                fatal=err.fatal(),
+                message=f"{err.str()}: {verdict.reason}",
+                mono=now,
+            )
+            kind = verdict.outcome
+        with self._lock:
+            self._counts[kind] += 1
+        self._sink(outcome)
+
+    def close(self, producer: Producer, flush_timeout_s: float) -> None:
+        """Flush with a timeout; purge what is left so it reports; record anything still silent as info."""
+        remaining = producer.flush(flush_timeout_s)
+        if remaining:
+            producer.purge(in_queue=True, in_flight=True, blocking=False)
+            producer.flush(min(5.0, flush_timeout_s))
+        with self._lock:
+            self._closed = True
+            silent = list(self._pending.items())
+            self._pending.clear()
+            self._counts["info"] += len(silent)
+        now = time.monotonic()
+        for vid, mono in silent:
+            self._sink(
+                SendOutcome(
+                    run_id=self._run_id,
+                    process=self.process,
+                    value_id=vid,
+                    outcome="info",
+                    latency_ms=(now - mono) * 1000,
+                    error="_NO_DELIVERY_REPORT",
+                    message="no delivery report before the producer was closed: outcome unknown",
+                    mono=now,
+                )
+            )
+
+
 class ProducerWorker:
     """Sends :class:`ProducerSpec`'s values on its own thread with the run's client profile and records
     every send.
@@ -83,31 +280,17 @@ class ProducerWorker:
     def __init__(self, context: RunContext, spec: ProducerSpec) -> None:
         self.spec = spec
         self.topic = spec.topic or context.topic
-        self._sink = context.sink
-        self._run_id = context.run_id
         self._logs = ClientLogBridge(context.sink, context.run_id, spec.name)
-        self.client_config = producer_layers(
-            context.client,
-            context.bootstrap_servers,
-            spec.name,
-            context.time,
-            dict(spec.overrides),
-            owner=f"overrides of producer {spec.name}",
-        ).client(spec.name, "producer", context.client.name)
+        self.client_config = spec.client_config(context)
         announce(context, self.client_config)  # what it runs with (callbacks excluded): the run records it
         self._config: dict[str, Any] = {**self.client_config.settings, **self._logs.callbacks()}
-        self._single_attempt = context.client.single_attempt
-        self._acks0 = str(self._config.get("acks")) == "0"
-        self._pending: dict[str, float] = {}  # value id -> invoke mono
+        self._sends = SendRecorder(context, spec.name, self.topic, spec.keys)
         self._lock = threading.Lock()
-        self._counts = {"ok": 0, "fail": 0, "info": 0}
-        self._sent = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._started = 0.0
         self._finished = 0.0
-        self._closed = False
 
     # ---- lifecycle ---------------------------------------------------------------------------------
 
@@ -142,15 +325,11 @@ class ProducerWorker:
         return duration + self.spec.flush_timeout_s + ENQUEUE_GIVE_UP_S + 10.0
 
     def stats(self) -> ProducerStats:
+        sent, ok, fail, info = self._sends.counts()
         with self._lock:
             end = self._finished or time.monotonic()
-            return ProducerStats(
-                self._sent,
-                self._counts["ok"],
-                self._counts["fail"],
-                self._counts["info"],
-                end - self._started if self._started else 0.0,
-            )
+            elapsed = end - self._started if self._started else 0.0
+        return ProducerStats(sent, ok, fail, info, elapsed)
 
     # ---- the send loop -----------------------------------------------------------------------------
 
@@ -161,160 +340,18 @@ class ProducerWorker:
             self._error = exc
             return
         try:
-            self._send_all(producer)
+            pace = Pacer(self.spec, self._stop)
+            self._started = pace.started
+            while pace.ready(producer):
+                self._sends.send(producer, pace.seq)
+                pace.sent(producer)
         except BaseException as exc:
             self._error = exc
         finally:
             try:
-                self._finish(producer)
+                self._sends.close(producer, self.spec.flush_timeout_s)
             except BaseException as exc:
                 self._error = self._error or exc
             self._logs.detach()
             with self._lock:
                 self._finished = time.monotonic()
-
-    def _send_all(self, producer: Producer) -> None:
-        spec = self.spec
-        self._started = start = time.monotonic()
-        deadline = start + spec.duration_s if spec.duration_s is not None else float("inf")
-        count = spec.count if spec.count is not None else 2**62
-        interval = 1.0 / spec.rate if spec.rate else 0.0
-        seq = 0
-        while seq < count and not self._stop.is_set():
-            now = time.monotonic()
-            if now >= deadline:
-                break
-            if interval:
-                due = start + seq * interval
-                if due > now + 0.001:
-                    producer.poll(min(due - now, deadline - now, 0.1))
-                    continue
-            self._send_one(producer, seq)
-            seq += 1
-            if seq % 64 == 0:
-                producer.poll(0)
-
-    def _send_one(self, producer: Producer, seq: int) -> None:
-        spec = self.spec
-        vid = value_id_for(self._run_id, spec.name, seq)
-        key = f"k{seq % spec.keys}"
-        invoke = SendInvoke(
-            run_id=self._run_id,
-            process=spec.name,
-            value_id=vid,
-            producer=spec.name,
-            seq=seq,
-            topic=self.topic,
-            key=key,
-        )
-        self._sink(invoke)
-        with self._lock:
-            self._pending[vid] = invoke.mono
-            self._sent += 1
-        give_up = time.monotonic() + ENQUEUE_GIVE_UP_S
-        while True:
-            try:
-                producer.produce(
-                    self.topic, value=vid.encode(), key=key.encode(), on_delivery=self._on_delivery
-                )
-                return
-            except BufferError:
-                # The local queue is full: serve delivery reports to drain it, then retry the same value.
-                if time.monotonic() >= give_up:
-                    self._resolve_sync(vid, "_QUEUE_FULL", "local queue stayed full", retriable=True)
-                    return
-                producer.poll(0.05)
-            except KafkaException as exc:
-                self._resolve_sync(vid, error_name(exc), error_text(exc), retriable=False)
-                return
-
-    def _resolve_sync(self, vid: str, error: str, message: str, *, retriable: bool) -> None:
-        verdict = classify_produce_exception(error)
-        with self._lock:
-            mono = self._pending.pop(vid)
-            self._counts["fail"] += 1
-        now = time.monotonic()
-        self._sink(
-            SendOutcome(
-                run_id=self._run_id,
-                process=self.spec.name,
-                value_id=vid,
-                outcome="fail",
-                latency_ms=(now - mono) * 1000,
-                error=error,
-                retriable=retriable,
-                fatal=False,
-                message=f"{message}: {verdict.reason}",
-                mono=now,
-            )
-        )
-
-    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
-        now = time.monotonic()
-        raw = msg.value()
-        vid = raw.decode("utf-8", "replace") if raw is not None else ""
-        with self._lock:
-            mono = self._pending.pop(vid, None)
-            if mono is None or self._closed:
-                return  # already resolved (cannot happen for our own values; defensive)
-        latency = (now - mono) * 1000
-        if err is None:
-            offset = msg.offset()
-            partition = msg.partition()
-            outcome = SendOutcome(
-                run_id=self._run_id,
-                process=self.spec.name,
-                value_id=vid,
-                outcome="ok",
-                partition=partition if partition is not None and partition >= 0 else 0,
-                offset=offset if offset is not None and offset >= 0 else None,
-                latency_ms=latency,
-                mono=now,
-            )
-            kind = "ok"
-        else:
-            verdict = classify_delivery_error(err.name(), single_attempt=self._single_attempt)
-            partition = msg.partition()
-            outcome = SendOutcome(
-                run_id=self._run_id,
-                process=self.spec.name,
-                value_id=vid,
-                outcome=verdict.outcome,
-                partition=partition if partition is not None and partition >= 0 else None,
-                latency_ms=latency,
-                error=err.name(),
-                retriable=err.retriable(),
-                fatal=err.fatal(),
-                message=f"{err.str()}: {verdict.reason}",
-                mono=now,
-            )
-            kind = verdict.outcome
-        with self._lock:
-            self._counts[kind] += 1
-        self._sink(outcome)
-
-    def _finish(self, producer: Producer) -> None:
-        """Flush with a timeout; purge what is left so it reports; record anything still silent as info."""
-        remaining = producer.flush(self.spec.flush_timeout_s)
-        if remaining:
-            producer.purge(in_queue=True, in_flight=True, blocking=False)
-            producer.flush(min(5.0, self.spec.flush_timeout_s))
-        with self._lock:
-            self._closed = True
-            silent = list(self._pending.items())
-            self._pending.clear()
-            self._counts["info"] += len(silent)
-        now = time.monotonic()
-        for vid, mono in silent:
-            self._sink(
-                SendOutcome(
-                    run_id=self._run_id,
-                    process=self.spec.name,
-                    value_id=vid,
-                    outcome="info",
-                    latency_ms=(now - mono) * 1000,
-                    error="_NO_DELIVERY_REPORT",
-                    message="no delivery report before the producer was closed: outcome unknown",
-                    mono=now,
-                )
-            )

@@ -57,7 +57,6 @@ from chaos.workload.common import (
     error_text,
     member_fields,
     payload_value_id,
-    read_child_payload,
 )
 from chaos.workload.consumer import (
     ChildProcess,
@@ -197,43 +196,14 @@ def run_txn_worker(context: RunContext, spec: TxnWorkerSpec, stop: threading.Eve
     producer = Producer(pconf)
     started = time.monotonic()
     if spec.transactional:
-        producer.init_transactions(timeout)  # fences earlier instances; aborts their open transaction
-        sink(
-            ClientLog(
-                run_id=run_id,
-                process=spec.name,
-                level="info",
-                facility="TXN_INIT",
-                message=f"init_transactions({tid}) returned in {(time.monotonic() - started) * 1000:.0f} ms",
-            )
-        )
+        init_transactions(producer, timeout, sink, run_id, spec.name, tid)
     cconf.update(logs.callbacks())
     consumer = Consumer(cconf)
 
     def common() -> dict[str, Any]:
         return member_fields(run_id, spec.name, context.group, consumer)
 
-    def marker(
-        action: TxnAction,
-        outcome: Outcome = "ok",
-        value_ids: Sequence[str] = (),
-        offsets: tuple[PartitionOffset, ...] = (),
-        exc: BaseException | None = None,
-    ) -> None:
-        sink(
-            TxnMarker(
-                run_id=run_id,
-                process=spec.name,
-                action=action,
-                transactional_id=tid,
-                outcome=outcome,
-                value_ids=tuple(value_ids),
-                offsets=offsets,
-                error=error_name(exc) if exc is not None else None,
-                message=error_text(exc) if exc is not None else None,
-            )
-        )
-
+    marker = TxnMarkers(sink, run_id, spec.name, tid)
     committed = 0
     txns = 0
     try:
@@ -329,27 +299,101 @@ def _commit(
     consumer: Consumer,
     offsets: list[TopicPartition],
     timeout: float,
-    marker: Callable[..., None],
+    marker: TxnMarkers,
     value_ids: list[str],
 ) -> bool:
     """Send the offsets and commit; True if committed, False if aborted (the caller rewinds)."""
-    recorded = partition_offsets(offsets)
+    return end_transaction(
+        producer,
+        timeout,
+        marker,
+        value_ids,
+        partition_offsets(offsets),
+        lambda: producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), timeout),
+    )
+
+
+class TxnMarkers:
+    """Records the :class:`TxnMarker` events of one transactional producer (``process``,
+    ``transactional_id``): call it with the action, outcome, the values and offsets of the transaction, and
+    the exception that ended it (its name and text become ``error`` / ``message``)."""
+
+    def __init__(self, sink: Sink, run_id: str, process: str, transactional_id: str) -> None:
+        self._sink = sink
+        self._run_id = run_id
+        self.process = process
+        self.transactional_id = transactional_id
+
+    def __call__(
+        self,
+        action: TxnAction,
+        outcome: Outcome = "ok",
+        value_ids: Sequence[str] = (),
+        offsets: tuple[PartitionOffset, ...] = (),
+        exc: BaseException | None = None,
+    ) -> None:
+        self._sink(
+            TxnMarker(
+                run_id=self._run_id,
+                process=self.process,
+                action=action,
+                transactional_id=self.transactional_id,
+                outcome=outcome,
+                value_ids=tuple(value_ids),
+                offsets=offsets,
+                error=error_name(exc) if exc is not None else None,
+                message=error_text(exc) if exc is not None else None,
+            )
+        )
+
+
+def init_transactions(
+    producer: Producer, timeout: float, sink: Sink, run_id: str, process: str, transactional_id: str
+) -> None:
+    """``init_transactions()`` (it fences earlier instances of the id and aborts their open transaction),
+    recorded as a ``TXN_INIT`` client log line with its duration."""
+    started = time.monotonic()
+    producer.init_transactions(timeout)
+    took_ms = (time.monotonic() - started) * 1000
+    sink(
+        ClientLog(
+            run_id=run_id,
+            process=process,
+            level="info",
+            facility="TXN_INIT",
+            message=f"init_transactions({transactional_id}) returned in {took_ms:.0f} ms",
+        )
+    )
+
+
+def end_transaction(
+    producer: Producer,
+    timeout: float,
+    marker: TxnMarkers,
+    value_ids: Sequence[str],
+    offsets: tuple[PartitionOffset, ...] = (),
+    before_commit: Callable[[], object] | None = None,
+) -> bool:
+    """Commit the open transaction (``before_commit`` first, once: e.g. sending the consumer's offsets);
+    True if committed, False if it had to be aborted (``txn_requires_abort``), both recorded. A retriable
+    error is retried (:data:`COMMIT_RETRIES` attempts); any other error is recorded as a commit of outcome
+    ``info`` (it may or may not have happened) and raised as :class:`~chaos.errors.WorkloadError`."""
     for attempt in range(COMMIT_RETRIES):
         try:
-            if attempt == 0:
-                producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), timeout)
+            if attempt == 0 and before_commit is not None:
+                before_commit()
             producer.commit_transaction(timeout)
         except KafkaException as exc:
             err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
             if err is not None and err.txn_requires_abort():
                 producer.abort_transaction(timeout)
-                marker("abort", "ok", value_ids, recorded, exc)  # error names the cause
+                marker("abort", "ok", value_ids, offsets, exc)  # error names the cause
                 return False
             if err is not None and err.retriable() and attempt + 1 < COMMIT_RETRIES:
                 continue
-            marker("commit", "info", value_ids, recorded, exc)  # the commit may or may not have happened
+            marker("commit", "info", value_ids, offsets, exc)  # the commit may or may not have happened
             raise WorkloadError(f"commit_transaction failed: {error_text(exc)}") from exc
-        marker("commit", "ok", value_ids, recorded)
+        marker("commit", "ok", value_ids, offsets)
         return True
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -373,12 +417,9 @@ class TransactionalWorker(ChildProcess):
 
 
 def main() -> int:
-    from chaos.workload.member_child import pipe_sink, stop_on_sigterm
+    from chaos.workload.member_child import serve
 
-    context, spec = read_child_payload(sys.stdin.readline(), pipe_sink())
-    stop = stop_on_sigterm()
-    run_txn_worker(context, TxnWorkerSpec.from_data(spec), stop)
-    return 0
+    return serve(lambda context, spec, stop: run_txn_worker(context, TxnWorkerSpec.from_data(spec), stop))
 
 
 if __name__ == "__main__":
