@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -193,7 +193,8 @@ class AnomalyReport:
 
 @dataclass(frozen=True, slots=True)
 class LatencyStats:
-    """Ack latencies (ms) of the ok sends whose outcome fell in one phase; nearest-rank percentiles."""
+    """Latencies (ms) of one phase — ack latencies of the ok sends, or end-to-end latencies (ack to first
+    delivery) — with nearest-rank percentiles."""
 
     count: int
     p50_ms: float | None
@@ -202,11 +203,27 @@ class LatencyStats:
     def to_dict(self) -> dict[str, Any]:
         return {"count": self.count, "p50_ms": self.p50_ms, "p99_ms": self.p99_ms}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> LatencyStats:
+        """Inverse of :meth:`to_dict`; ``None`` (a field an older ``audit.json`` lacks) is no latency."""
+        if not data:
+            return NO_LATENCY
+        return cls(int(data["count"]), _opt_float(data.get("p50_ms")), _opt_float(data.get("p99_ms")))
+
+
+NO_LATENCY: Final = LatencyStats(0, None, None)
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
 
 @dataclass(frozen=True, slots=True)
 class FaultWindow:
     """One fault from its inject to its heal (``heal_mono`` ``None``: never healed), with the ack latency
-    before / during / after it and how long producing and consuming took to resume after the heal."""
+    before / during / after it, how long producing and consuming took to resume after the heal, and the
+    end-to-end latency (``e2e_*``: a value's available time to its first delivery) of the values that became
+    available before / during / after it."""
 
     fault: str
     target: str
@@ -217,6 +234,9 @@ class FaultWindow:
     after: LatencyStats
     heal_to_first_ack_s: float | None
     heal_to_first_delivery_s: float | None
+    e2e_before: LatencyStats = NO_LATENCY
+    e2e_during: LatencyStats = NO_LATENCY
+    e2e_after: LatencyStats = NO_LATENCY
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -229,17 +249,170 @@ class FaultWindow:
             "after": self.after.to_dict(),
             "heal_to_first_ack_s": self.heal_to_first_ack_s,
             "heal_to_first_delivery_s": self.heal_to_first_delivery_s,
+            "e2e_before": self.e2e_before.to_dict(),
+            "e2e_during": self.e2e_during.to_dict(),
+            "e2e_after": self.e2e_after.to_dict(),
         }
+
+
+LAG_POINTS: Final = 120
+"""How many points the consumer-lag series has (both ends included): bounded whatever the run's length."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeGap:
+    """The longest stall of one partition of the group's topics: records available to read and none
+    delivered, from ``start_mono`` to ``end_mono`` (docs/audit.md, "Consumer side"). ``resumed``: a
+    delivery ended it (else it lasted to the group's last event)."""
+
+    topic: str
+    partition: int
+    gap_s: float
+    start_mono: float
+    end_mono: float
+    resumed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "gap_s": self.gap_s,
+            "start_mono": self.start_mono,
+            "end_mono": self.end_mono,
+            "resumed": self.resumed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConsumeGap:
+        return cls(
+            str(data["topic"]),
+            int(data["partition"]),
+            float(data["gap_s"]),
+            float(data["start_mono"]),
+            float(data["end_mono"]),
+            bool(data["resumed"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """The longest handover of one partition: from its previous owner's last delivery (or that owner's
+    recorded revoke / lost of it, ``left``) to the first delivery by a new owner (a member: ``process`` and
+    member id)."""
+
+    topic: str
+    partition: int
+    from_process: str
+    from_member: str | None
+    to_process: str
+    to_member: str | None
+    start_mono: float
+    end_mono: float
+    handover_s: float
+    left: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "from_process": self.from_process,
+            "from_member": self.from_member,
+            "to_process": self.to_process,
+            "to_member": self.to_member,
+            "start_mono": self.start_mono,
+            "end_mono": self.end_mono,
+            "handover_s": self.handover_s,
+            "left": self.left,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Handover:
+        return cls(
+            str(data["topic"]),
+            int(data["partition"]),
+            str(data["from_process"]),
+            data.get("from_member"),
+            str(data["to_process"]),
+            data.get("to_member"),
+            float(data["start_mono"]),
+            float(data["end_mono"]),
+            float(data["handover_s"]),
+            bool(data["left"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LagPoint:
+    """The group's offset lag (summed over its partitions) at one point of the run's clock."""
+
+    mono: float
+    lag: int
+
+
+@dataclass(frozen=True, slots=True)
+class Consumption:
+    """Consumer-side availability (docs/audit.md, "Consumer side"): per partition its longest stall, the
+    end-to-end latency over the whole run, the group's lag series, per partition its longest handover.
+    Empty when the group delivered nothing."""
+
+    gaps: tuple[ConsumeGap, ...] = ()
+    e2e: LatencyStats = NO_LATENCY
+    lag: tuple[LagPoint, ...] = ()
+    handovers: tuple[Handover, ...] = ()
+
+    def longest_gap(self) -> ConsumeGap | None:
+        """The group-wide longest stall (ties: the earliest, then by topic and partition)."""
+        return min(self.gaps, key=lambda g: (-g.gap_s, g.start_mono, g.topic, g.partition), default=None)
+
+    def longest_handover(self) -> Handover | None:
+        """The longest handover of any partition (ties: the earliest, then by topic and partition)."""
+        return min(
+            self.handovers, key=lambda h: (-h.handover_s, h.start_mono, h.topic, h.partition), default=None
+        )
+
+    def max_lag(self) -> LagPoint | None:
+        """The series' highest point (the earliest of equal ones)."""
+        return min(self.lag, key=lambda p: (-p.lag, p.mono), default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        gap, handover = self.longest_gap(), self.longest_handover()
+        return {
+            "longest_gap_s": gap.gap_s if gap else None,
+            "longest_gap": gap.to_dict() if gap else None,
+            "gaps": [g.to_dict() for g in self.gaps],
+            "e2e": self.e2e.to_dict(),
+            "lag": [[p.mono, p.lag] for p in self.lag],
+            "longest_handover_s": handover.handover_s if handover else None,
+            "handovers": [h.to_dict() for h in self.handovers],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Consumption:
+        """Inverse of :meth:`to_dict` (the derived ``longest_*`` keys are recomputed); ``None`` — an
+        ``audit.json`` written before the consumer side was measured — is an empty one."""
+        if not data:
+            return NO_CONSUMPTION
+        return cls(
+            tuple(ConsumeGap.from_dict(g) for g in data.get("gaps", ())),
+            LatencyStats.from_dict(data.get("e2e")),
+            tuple(LagPoint(float(m), int(n)) for m, n in data.get("lag", ())),
+            tuple(Handover.from_dict(h) for h in data.get("handovers", ())),
+        )
+
+
+NO_CONSUMPTION: Final = Consumption()
 
 
 @dataclass(frozen=True, slots=True)
 class Availability:
-    """Produce availability: the longest gap without a successful ack, and one entry per fault window."""
+    """Produce availability — the longest gap without a successful ack, one entry per fault window — and
+    the consumer side (``consumer``)."""
 
     longest_outage_s: float | None
     outage_start_mono: float | None
     outage_end_mono: float | None
     windows: tuple[FaultWindow, ...] = ()
+    consumer: Consumption = NO_CONSUMPTION
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -247,6 +420,7 @@ class Availability:
             "outage_start_mono": self.outage_start_mono,
             "outage_end_mono": self.outage_end_mono,
             "windows": [w.to_dict() for w in self.windows],
+            "consumer": self.consumer.to_dict(),
         }
 
 
@@ -328,6 +502,53 @@ def nearest_rank(sorted_values: list[float], percentile: int) -> float | None:
         return None
     rank = (percentile * n + 99) // 100
     return sorted_values[max(rank, 1) - 1]
+
+
+Mark = tuple[float, int, str, str | None]
+"""A delivery or a revoke / lost callback as the handovers need it: ``(mono, index, process, member)``."""
+
+
+def longest_handover(
+    topic: str, partition: int, moves: Iterable[tuple[Mark, Mark]], leaves: Iterable[Mark]
+) -> Handover | None:
+    """The longest handover of one partition (docs/audit.md, "Consumer side"). ``moves``: each delivery by
+    another owner than the partition's previous delivery, as ``(previous delivery, this delivery)``;
+    ``leaves``: the revoke / lost callbacks that list the partition. A handover starts at the previous
+    owner's first such callback between the two deliveries, else at its last delivery. Both engines call
+    this (the Spark job on the driver: owner changes and callbacks are few)."""
+    callbacks = list(leaves)
+    best: tuple[tuple[float, float, float, int], Handover] | None = None
+    for (p_mono, p_index, p_process, p_member), (mono, index, process, member) in moves:
+        left = [
+            m
+            for m, i, by, by_member in callbacks
+            if (by, by_member) == (p_process, p_member) and (p_mono, p_index) < (m, i) < (mono, index)
+        ]
+        start = min(left) if left else p_mono
+        found = Handover(
+            topic, partition, p_process, p_member, process, member, start, mono, mono - start, bool(left)
+        )
+        key = (-found.handover_s, start, mono, index)
+        if best is None or key < best[0]:
+            best = (key, found)
+    return best[1] if best else None
+
+
+def lag_grid(start: float, end: float) -> tuple[int, float]:
+    """The lag series' points from ``start`` (the group's first delivery) to ``end`` (its last event):
+    ``(count, step)``; point ``i`` is at ``start + i * step``."""
+    n = LAG_POINTS if end > start else 1
+    return n, ((end - start) / (n - 1) if n > 1 else 0.0)
+
+
+def lag_point(mono: float, start: float, end: float, step: float, n: int) -> int | None:
+    """The first point of the lag series that counts an event at ``mono``: ``ceil((mono - start) / step)``
+    within ``[0, n - 1]``; ``None`` after ``end``. Both engines use this formula, so they bucket alike."""
+    if mono > end:
+        return None
+    if step == 0.0:
+        return 0
+    return min(max(math.ceil((mono - start) / step), 0), n - 1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,18 +22,27 @@ from chaos.audit.model import (
     AuditFacts,
     AuditOptions,
     Availability,
+    ConsumeGap,
+    Consumption,
     Example,
     FaultWindow,
+    Handover,
+    LagPoint,
     LatencyStats,
     LogRecord,
+    Mark,
     Totals,
     TxnState,
     attempt_state,
+    lag_grid,
+    lag_point,
+    longest_handover,
     make_report,
     nearest_rank,
     txn_attempts,
 )
 from chaos.history.events import (
+    Commit,
     Delivery,
     DrainEnd,
     DrainRead,
@@ -47,6 +56,10 @@ from chaos.history.events import (
 from chaos.history.windows import fault_windows
 
 Position = tuple[str, int, int]
+Available = tuple[str, Position, float, int]
+"""A send's record becoming readable by the group: ``(value_id, position, mono, index)``."""
+_Row = tuple[float, int, int, int, Delivery | None]
+"""A partition's readable record (kind 0) or delivery (kind 1): ``(mono, index, kind, offset, delivery)``."""
 
 
 RC: Final = "read_committed"
@@ -108,6 +121,8 @@ def reference_audit(
     answers: dict[str, list[tuple[int, SendOutcome]]] = defaultdict(list)
     deliveries: list[tuple[int, Delivery]] = []
     rebalances: list[int] = []
+    leaves: list[tuple[int, Rebalance]] = []
+    group_monos: list[float] = []  # deliveries, commits, rebalances: the group's last event ends a stall
     drain_reads: list[DrainRead] = []
     drain_last: dict[tuple[str, int, str], DrainEnd] = {}
     faults: list[FaultEvent] = []
@@ -121,8 +136,14 @@ def reference_audit(
             answers[e.value_id].append((index, e))
         elif isinstance(e, Delivery):
             deliveries.append((index, e))
+            group_monos.append(e.mono)
         elif isinstance(e, Rebalance):
             rebalances.append(index)
+            group_monos.append(e.mono)
+            if e.action != "assign":
+                leaves.append((index, e))
+        elif isinstance(e, Commit):
+            group_monos.append(e.mono)
         elif isinstance(e, DrainRead):
             drain_reads.append(e)
         elif isinstance(e, DrainEnd):
@@ -133,7 +154,7 @@ def reference_audit(
             markers.append((index, e))
 
     log_records = list(log or ())
-    txn = _transactions(sends, answers, markers, log_records, drain_last)
+    txn = _transactions(sends, answers, markers, log_records, drain_last, options.group_isolation)
     status = txn.status
 
     def send_ts(v: str) -> float:
@@ -268,7 +289,9 @@ def reference_audit(
         log_records=len(records),
         deliveries=len(deliveries),
     )
-    availability = _availability(history, faults)
+    e2e = _e2e_samples(txn.available, deliveries)
+    consumer = _consumption(txn.available, deliveries, leaves, max(group_monos, default=None), e2e)
+    availability = _availability(history, faults, e2e, consumer)
     return AuditFacts(run_id, anomalies, availability, totals, tuple(sorted(set(problems))))
 
 
@@ -285,6 +308,7 @@ class _Transactions:
     committed_reads: set[tuple[str, int, int, str | None]]
     uncommitted_reads: set[tuple[str, int, int, str | None]]
     committed_drain: dict[tuple[str, int], DrainEnd]
+    available: list[Available]  # every send's record as it became readable by the group
 
     def observed_aborted(self, v: str, topic: str, partition: int, offset: int) -> bool:
         """v's record at that position was read only at read_uncommitted, and the read_committed drain of
@@ -320,6 +344,7 @@ def _transactions(
     markers: list[tuple[int, TxnMarker]],
     log_records: list[LogRecord],
     drain_last: dict[tuple[str, int, str], DrainEnd],
+    group_isolation: str,
 ) -> _Transactions:
     read_at: dict[str, set[tuple[str, int, int, str | None]]] = {level: set() for level in ISOLATION_LEVELS}
     for r in log_records:
@@ -334,6 +359,7 @@ def _transactions(
         committed_reads=read_at[RC],
         uncommitted_reads=read_at["read_uncommitted"],
         committed_drain={(t, p): end for (t, p, level), end in drain_last.items() if level == RC},
+        available=[],
     )
     attempts = txn_attempts(
         (i, m.process, m.transactional_id, m.action, m.outcome, m.error) for i, m in markers
@@ -375,6 +401,22 @@ def _transactions(
     state: dict[int, TxnState] = {
         a.att: attempt_state(a.recorded, a.att in seen_committed, a.att in seen_aborted) for a in attempts
     }
+    # when a send's record became readable by the group: at its ack; at read_committed, a send made in an
+    # attempt at the later of its ack and the attempt's recorded commit (never without one)
+    marker_mono = {index: m.mono for index, m in markers}
+    commit_at = {a.att: (marker_mono[a.att], a.att) for a in attempts if a.recorded == "committed"}
+    for v, of_value in pairs.items():
+        for pair in of_value:
+            ack_at = pair.ack_at()
+            if ack_at is None or pair.outcome is None:
+                continue
+            at = (pair.outcome[1].mono, pair.outcome[0])
+            if pair.att is not None and group_isolation == RC:
+                commit = commit_at.get(pair.att)
+                if commit is None:
+                    continue
+                at = max(at, commit)
+            view.available.append((v, ack_at, *at))
 
     # a value's status follows its sends: acked if one was acked, failed if every one failed
     for v, of_value in pairs.items():
@@ -422,7 +464,112 @@ def _transactions(
     return view
 
 
-def _availability(history: list[Event], faults: list[FaultEvent]) -> Availability:
+def _e2e_samples(
+    available: list[Available], deliveries: list[tuple[int, Delivery]]
+) -> list[tuple[float, float]]:
+    """End-to-end latency per delivered value: ``(available mono, ms)`` — from the earliest time one of its
+    sends became readable by the group to its first delivery (by ``mono``)."""
+    first_available: dict[str, float] = {}
+    for v, _, mono, _ in available:
+        if v not in first_available or mono < first_available[v]:
+            first_available[v] = mono
+    first_delivery: dict[str, float] = {}
+    for _, d in deliveries:
+        got = d.value_id
+        if got is not None and (got not in first_delivery or d.mono < first_delivery[got]):
+            first_delivery[got] = d.mono
+    return [
+        (first_available[v], (m - first_available[v]) * 1000.0)
+        for v, m in first_delivery.items()
+        if v in first_available
+    ]
+
+
+def _consumption(
+    available: list[Available],
+    deliveries: list[tuple[int, Delivery]],
+    leaves: list[tuple[int, Rebalance]],
+    horizon: float | None,
+    e2e: list[tuple[float, float]],
+) -> Consumption:
+    """The consumer side (docs/audit.md, "Consumer side"), per partition the group delivered from."""
+    if not deliveries or horizon is None:
+        return Consumption(e2e=_stats([ms for _, ms in e2e]))
+    # per partition, the readable records and the deliveries in (mono, index) order
+    rows: dict[tuple[str, int], list[_Row]] = defaultdict(list)
+    for index, d in deliveries:
+        rows[(d.topic, d.partition)].append((d.mono, index, 1, d.offset, d))
+    for _, (topic, partition, offset), mono, index in available:
+        if (topic, partition) in rows:
+            rows[(topic, partition)].append((mono, index, 0, offset, None))
+    left: dict[tuple[str, int], list[Mark]] = defaultdict(list)
+    for index, e in leaves:
+        for tp in e.partitions:
+            left[(tp.topic, tp.partition)].append((e.mono, index, e.process, e.member))
+    gaps: list[ConsumeGap] = []
+    handovers: list[Handover] = []
+    for (topic, partition), of_partition in sorted(rows.items()):
+        of_partition.sort(key=lambda r: r[:4])
+        stalls: list[tuple[float, float, bool]] = []  # start, end, resumed
+        moves: list[tuple[Mark, Mark]] = []  # (previous delivery, a delivery by another owner)
+        readable = delivered = -1  # the highest offset readable / delivered so far
+        start: float | None = None
+        previous: Mark | None = None
+        for mono, index, _, offset, delivery in of_partition:
+            if delivery is None:
+                readable = max(readable, offset)
+                if start is None and delivered >= 0 and readable > delivered and mono <= horizon:
+                    start = mono
+                continue
+            if start is not None:
+                stalls.append((start, mono, True))
+            delivered = max(delivered, offset)
+            start = mono if readable > delivered else None
+            mark = (mono, index, delivery.process, delivery.member)
+            if previous is not None and previous[2:] != mark[2:]:
+                moves.append((previous, mark))
+            previous = mark
+        if start is not None:
+            stalls.append((start, horizon, False))
+        if stalls:
+            s0, s1, resumed = min(stalls, key=lambda s: (-(s[1] - s[0]), s[0]))
+            gaps.append(ConsumeGap(topic, partition, s1 - s0, s0, s1, resumed))
+        handover = longest_handover(topic, partition, moves, left[(topic, partition)])
+        if handover is not None:
+            handovers.append(handover)
+    return Consumption(
+        tuple(gaps), _stats([ms for _, ms in e2e]), _lag_series(rows, horizon), tuple(handovers)
+    )
+
+
+def _lag_series(rows: dict[tuple[str, int], list[_Row]], end: float) -> tuple[LagPoint, ...]:
+    """The group's offset lag at :data:`~chaos.audit.model.LAG_POINTS` points from its first delivery to its
+    last event: per partition (from its first delivery on) the highest readable offset minus the highest
+    delivered one, summed."""
+    start = min(r[0] for of_partition in rows.values() for r in of_partition if r[2] == 1)
+    n, step = lag_grid(start, end)
+    total = [0] * n
+    for of_partition in rows.values():
+        readable, delivered = [-1] * n, [-1] * n
+        for mono, _, kind, offset, _ in of_partition:
+            point = lag_point(mono, start, end, step, n)
+            if point is not None:
+                highest = delivered if kind == 1 else readable
+                highest[point] = max(highest[point], offset)
+        r = d = -1
+        for i in range(n):
+            r, d = max(r, readable[i]), max(d, delivered[i])
+            if d >= 0:
+                total[i] += max(r - d, 0)
+    return tuple(LagPoint(start + i * step, total[i]) for i in range(n))
+
+
+def _availability(
+    history: list[Event],
+    faults: list[FaultEvent],
+    e2e: list[tuple[float, float]],
+    consumer: Consumption,
+) -> Availability:
     acks = sorted(
         ((e.mono, e.latency_ms) for e in history if isinstance(e, SendOutcome) and e.outcome == "ok"),
         key=lambda ack: ack[0],
@@ -449,6 +596,9 @@ def _availability(history: list[Event], faults: list[FaultEvent]) -> Availabilit
         before = [lat for m, lat in acks if m < start and lat is not None]
         during = [lat for m, lat in acks if m >= start and (end is None or m <= end) and lat is not None]
         after = [lat for m, lat in acks if end is not None and m > end and lat is not None]
+        e2e_before = [ms for m, ms in e2e if m < start]
+        e2e_during = [ms for m, ms in e2e if m >= start and (end is None or m <= end)]
+        e2e_after = [ms for m, ms in e2e if end is not None and m > end]
         first_ack = next((m for m, _ in acks if end is not None and m > end), None)
         first_delivery = next((m for m in delivery_monos if end is not None and m > end), None)
         windows.append(
@@ -464,11 +614,14 @@ def _availability(history: list[Event], faults: list[FaultEvent]) -> Availabilit
                 heal_to_first_delivery_s=None
                 if first_delivery is None or end is None
                 else first_delivery - end,
+                e2e_before=_stats(e2e_before),
+                e2e_during=_stats(e2e_during),
+                e2e_after=_stats(e2e_after),
             )
         )
     if longest is None:
-        return Availability(None, None, None, tuple(windows))
-    return Availability(longest[0], longest[1], longest[2], tuple(windows))
+        return Availability(None, None, None, tuple(windows), consumer)
+    return Availability(longest[0], longest[1], longest[2], tuple(windows), consumer)
 
 
 def _stats(latencies: list[float]) -> LatencyStats:

@@ -9,7 +9,8 @@ of generated runs in one job; a real audit has one):
   ``None`` when the topic could not be read.
 
 How it runs — three Spark actions (and small ``collect``s: the fault events, the transaction markers and,
-when a transaction has a ``begin``, one row per attempt), no Python UDFs:
+when a transaction has a ``begin``, one row per attempt; the group's first and last events, one row per
+run; the revoke / lost callbacks), no Python UDFs:
 
 1. **Per value** (:func:`_per_value`). First a hash aggregate per ``(run_id, value_id)`` over the
    history's value events and the log records — fixed-width counters and minima/maxima only, so Spark
@@ -39,11 +40,20 @@ when a transaction has a ``begin``, one row per attempt), no Python UDFs:
    between acks is found inside one-second buckets and across bucket edges (no single-task sort of every
    ack), and the nearest-rank latency percentiles through a histogram of log-scaled buckets, so only the
    acks in the bucket that holds a wanted rank are sorted. The fault windows are paired on the driver by
-   :func:`chaos.history.windows.fault_windows`, the reference's rule (:func:`_fault_windows`).
+   :func:`chaos.history.windows.fault_windows`, the reference's rule (:func:`_fault_windows`). The
+   end-to-end latencies (each value's, on its first per-value row) go through the same histogram.
+4. **Consumer side** (:func:`_consumer`; docs/audit.md, "Consumer side") reads each send's readable record
+   from the per-value rows and the deliveries (scanned once, kept in memory): one window per partition
+   finds its stalls and owner changes, one aggregate per partition keeps its longest stall; the lag is
+   bucketed by point (hash aggregate) with a running maximum over at most 120 points per partition. The
+   group's first and last events are collected first (:func:`_group_bounds`, one row per run), so the
+   series' points are laid out on the driver by :func:`chaos.audit.model.lag_grid`; handovers are paired
+   there by :func:`chaos.audit.model.longest_handover`, with the revoke / lost callbacks (few).
 
-Only small per-run parts — counts, the first N examples per anomaly, availability figures — reach the
-driver, in one ``collect``. Jobs still running after ``timeout_s`` (:data:`SPARK_AUDIT_TIMEOUT_S`) are
-cancelled and the audit raises :class:`~chaos.errors.AuditError`.
+Only small per-run parts — counts, the first N examples per anomaly, availability figures, per partition
+its longest stall and owner changes, the lag points — reach the driver, in one ``collect``. Jobs still
+running after ``timeout_s`` (:data:`SPARK_AUDIT_TIMEOUT_S`) are cancelled and the audit raises
+:class:`~chaos.errors.AuditError`.
 """
 
 from __future__ import annotations
@@ -63,13 +73,20 @@ from chaos.audit.model import (
     AuditFacts,
     AuditOptions,
     Availability,
+    ConsumeGap,
+    Consumption,
     Example,
     FaultWindow,
+    Handover,
+    LagPoint,
     LatencyStats,
+    Mark,
     Totals,
     TxnAttempt,
     TxnMarkerRow,
     attempt_state,
+    lag_grid,
+    longest_handover,
     make_report,
     txn_attempts,
 )
@@ -105,6 +122,8 @@ HISTORY_COLUMNS: Final[tuple[str, ...]] = (
     "params",
     "transactional_id",
     "value_ids",
+    "member",
+    "partitions",
 )
 """The history columns the job reads."""
 
@@ -137,7 +156,7 @@ _BUCKETS_PER_OCTAVE: Final = 64
 _LOWEST_BUCKET: Final = -(1 << 40)
 _OUTAGE_BUCKET_S: Final = 1.0
 # the history's few events that several parts read: one scan, kept in memory
-_CONTROL_KINDS: Final = ("rebalance", "fault", "drain_end", "txn")
+_CONTROL_KINDS: Final = ("rebalance", "fault", "drain_end", "txn", "commit")
 # up to this many values that are not clean, their keys are broadcast to pick their rows out
 _BROADCAST_KEYS: Final = 500_000
 SPARK_AUDIT_TIMEOUT_S: Final = 3600.0
@@ -186,22 +205,39 @@ def spark_audit(
                     "run_id", "mono", "latency_ms"
                 )
             )
+            deliveries = hold(
+                h.where(F.col("kind") == "delivery").select(
+                    "run_id", "topic", "partition", "offset", "mono", "index", "process", "member"
+                )
+            )
             # about one row per value; four consumers read it, each shuffling only what it needs
-            attempts = _txn_attempts(F, control)
+            attempts, commits = _txn_attempts(F, control)
             per_value, scratch = _per_value(
-                F, Window, h, control, log, options, hold, attempts, fast_path=not log_missing
+                F,
+                Window,
+                h,
+                control,
+                log,
+                options,
+                hold,
+                attempts,
+                fast_path=not log_missing,
+                commits=commits,
             )
             hold(per_value).count()  # materialised now, so what it was built from can go
             for df in scratch:
                 df.unpersist()
             windows = hold(_fault_windows(F, control))  # small; read by three parts
+            bounds = _group_bounds(F, control, deliveries)
             by_part: dict[str, list[Any]] = defaultdict(list)
-            for row in _parts(F, Window, h, control, acks, per_value, windows, options).collect():
+            parts = _parts(F, Window, h, control, acks, deliveries, per_value, windows, bounds, options)
+            for row in parts.collect():
                 by_part[row.part].append(row)
+            leaves = _leaves(F, control)
         finally:
             for df in held:
                 df.unpersist()
-    return _facts(by_part, options, log_missing=log_missing)
+    return _facts(by_part, options, log_missing=log_missing, bounds=bounds, leaves=leaves)
 
 
 @contextlib.contextmanager
@@ -247,8 +283,10 @@ def _parts(
     h: DataFrame,
     control: DataFrame,
     acks: DataFrame,
+    deliveries: DataFrame,
     per_value: DataFrame,
     windows: DataFrame,
+    bounds: dict[str, tuple[float, float]],
     options: AuditOptions,
 ) -> DataFrame:
     """The union of every small per-run part the driver collects (column ``part`` names each)."""
@@ -322,7 +360,8 @@ def _parts(
         )
         .agg(F.max_by("outcome", "index").alias("end_outcome"), F.max_by("error", "index").alias("end_error"))
         .withColumn("part", F.lit("end")),
-        *_availability(F, Window, h, acks, windows),
+        *_availability(F, Window, h, acks, deliveries, per_value, windows),
+        *_consumer(F, Window, deliveries, per_value, bounds),
     ]
     union = parts[0]
     for part in parts[1:]:
@@ -341,11 +380,14 @@ def _per_value(
     attempts: dict[str, list[TxnAttempt]],
     *,
     fast_path: bool = True,
+    commits: dict[tuple[str, int], float] | None = None,
 ) -> tuple[DataFrame, list[DataFrame]]:
     """Step 1 (see the module doc): the rows the per-value pass emits, about one per value.
 
     Columns: ``run_id``, ``value_id``; the value's counts (``c_*``, on its first row only); an observed
-    position (``pos_*``); a reorder-chain link (``ch_*``, ``producer``, ``key``, ``seq``, ``send_ts``);
+    position (``pos_*``); a reorder-chain link (``ch_*``, ``producer``, ``key``, ``seq``, ``send_ts``); a
+    send's record becoming readable by the group (``av_*``: position, mono, index); on the value's first
+    row its end-to-end latency (``e2e_mono``: when it became readable, ``e2e_ms``);
     anomaly ``instances`` decided per value (null when none).
 
     ``fast_path``: values whose events are those of one clean send (:func:`_clean_values`) skip the sort;
@@ -355,8 +397,9 @@ def _per_value(
     """
     rows = _value_rows(F, h, control, log, attempts)
     scratch: list[DataFrame] = []
+    commits = commits or {}
     if not fast_path:
-        return _traced(F, Window, control, rows, options, attempts, hold, scratch), scratch
+        return _traced(F, Window, control, rows, options, attempts, commits, hold, scratch), scratch
     summary = hold(_value_summary(F, h, log, rows))
     scratch.append(summary)
     clean = _clean_values(F, h, summary)
@@ -371,23 +414,34 @@ def _per_value(
         (F.col("run_id") == F.col("o_run")) & F.col("value_id").eqNullSafe(F.col("o_id")),
         "left_semi",
     )
-    return clean.unionByName(_traced(F, Window, control, others, options, attempts, hold, scratch)), scratch
+    traced = _traced(F, Window, control, others, options, attempts, commits, hold, scratch)
+    return clean.unionByName(traced), scratch
 
 
-def _txn_attempts(F: Any, control: DataFrame) -> dict[str, list[TxnAttempt]]:
+def _txn_attempts(
+    F: Any, control: DataFrame
+) -> tuple[dict[str, list[TxnAttempt]], dict[tuple[str, int], float]]:
     """Each run's transaction attempts, paired on the driver by the reference's function (markers are few
-    and ``control`` is in memory)."""
+    and ``control`` is in memory), and the mono of every end marker: ``(run_id, index) -> mono``."""
     markers = (
         control.where(F.col("kind") == "txn")
         .select(
-            "run_id", F.col("index").alias("i"), "process", "transactional_id", "action", "outcome", "error"
+            "run_id",
+            F.col("index").alias("i"),
+            "mono",
+            "process",
+            "transactional_id",
+            "action",
+            "outcome",
+            "error",
         )
         .collect()
     )
     by_run: dict[str, list[TxnMarkerRow]] = defaultdict(list)
     for m in markers:
         by_run[m.run_id].append((m.i, m.process, m.transactional_id, m.action, m.outcome, m.error))
-    return {run: txn_attempts(of_run) for run, of_run in by_run.items()}
+    monos = {(m.run_id, m.i): m.mono for m in markers if m.action != "begin"}
+    return {run: txn_attempts(of_run) for run, of_run in by_run.items()}, monos
 
 
 def _value_rows(
@@ -414,6 +468,7 @@ def _value_rows(
         F.when(delivery, F.col("partition")).alias("lp"),
         F.when(delivery, F.col("offset")).alias("lo"),
         "ts",
+        "mono",
         # a delivery's own fields are in di/lt/lp/lo: do not shuffle them twice
         *(F.when(~delivery, F.col(c)).alias(c) for c in (
             "kind", "index", "process", "producer", "seq", "key", "topic", "partition", "offset", "outcome")),
@@ -497,7 +552,8 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
     """Per ``(run_id, value_id)``: whether the value is *clean* — one invoke made in no transaction, one
     ``ok`` outcome with its position, no transaction marker, one delivery, log records only at that
     position and none observed aborted — and, for clean values the outcome's numbers (``partition``,
-    ``offset``, ``send_ts``); the rest comes from the invoke.
+    ``offset``, ``send_ts``, and the outcome's and the delivery's ``mono``: ``out_mono``, ``out_index``,
+    ``dl_mono``); the rest comes from the invoke.
 
     Only fixed-width aggregates, so Spark hash-aggregates (partially, before the shuffle) instead of
     sorting. Topics are compared through a 64-bit hash; a run where two of its topics share a hash has no
@@ -522,6 +578,9 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
         F.when(positioned, F.coalesce("lo", "offset")).alias("o"),
         F.when(invoke | (src != _SEND), topic_hash).alias("th"),
         F.when(outcome, F.col("ts")).alias("out_ts"),
+        F.when(outcome, F.col("mono")).alias("out_mono"),
+        F.when(outcome, F.col("index")).alias("out_index"),
+        F.when(src == _DELIVERY, F.col("mono")).alias("dl_mono"),
     )  # fmt: skip
     collided = (
         h.where(kind.isin("send_invoke", "delivery"))
@@ -539,6 +598,7 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
         *(F.sum(c).alias(c) for c in ("n_inv", "n_out", "n_ok", "n_txn", "n_dl", "n_log", "n_rc", "n_cov")),
         *(f(c).alias(f"{f.__name__}_{c}") for c in ("p", "o", "th") for f in (F.min, F.max)),
         F.min("out_ts").alias("send_ts"),
+        *(F.min(c).alias(c) for c in ("out_mono", "out_index", "dl_mono")),
     )
     one = F.lit(1)
     # its one position was read at read_committed, or no read of it can be observed aborted
@@ -553,6 +613,7 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
     return summary.join(F.broadcast(collided), "run_id", "left").select(
         "run_id", "value_id", F.coalesce(clean, F.lit(False)).alias("clean"),
         F.col("min_p").cast("int").alias("partition"), F.col("min_o").alias("offset"), "send_ts",
+        "out_mono", "out_index", "dl_mono",
     )  # fmt: skip
 
 
@@ -563,7 +624,8 @@ def _topic_hash(F: Any, topic: Any) -> Any:
 def _clean_values(F: Any, h: DataFrame, summary: DataFrame) -> DataFrame:
     """The one row :func:`_traced` emits for a clean value, built from its summary and its invoke (producer,
     key, topic — strings a hash aggregate cannot carry — and seq): counts 1/1/0/1/1, the ack as observed
-    position and chain link."""
+    position, chain link and readable record (made in no transaction: readable at its ack), and the
+    end-to-end latency from the ack to the one delivery."""
     invokes = h.where((F.col("kind") == "send_invoke") & F.col("value_id").isNotNull()).select(
         "run_id", "value_id", "topic", "producer", "key", "seq"
     )
@@ -577,6 +639,11 @@ def _clean_values(F: Any, h: DataFrame, summary: DataFrame) -> DataFrame:
         F.col("offset").alias("ch_offset"),
         "producer", "key", "seq", "send_ts",
         F.lit(None).cast(_INSTANCE_TYPE).alias("instances"),
+        F.col("topic").alias("av_topic"), F.col("partition").alias("av_partition"),
+        F.col("offset").alias("av_offset"), F.col("out_mono").alias("av_mono"),
+        F.col("out_index").alias("av_index"),
+        F.col("out_mono").alias("e2e_mono"),
+        ((F.col("dl_mono") - F.col("out_mono")) * F.lit(1000.0)).alias("e2e_ms"),
     )  # fmt: skip
 
 
@@ -592,6 +659,7 @@ def _traced(
     rows: DataFrame,
     options: AuditOptions,
     attempts: dict[str, list[TxnAttempt]],
+    commits: dict[tuple[str, int], float],
     hold: Callable[[DataFrame], DataFrame],
     scratch: list[DataFrame],
 ) -> DataFrame:
@@ -601,9 +669,15 @@ def _traced(
     if any(a.begin is not None for of_run in attempts.values() for a in of_run):
         view = hold(view)  # read twice: for what the log shows of each attempt, then for the emission
         scratch.append(view)
-    states = _attempt_states(F, view, attempts)
+    states = _attempt_states(F, view, attempts, commits)
     if states is None:
-        view = view.withColumn("state", F.lit(None).cast("string"))
+        view = view.withColumns(
+            {
+                "state": F.lit(None).cast("string"),
+                "commit_mono": F.lit(None).cast("double"),
+                "commit_index": F.lit(None).cast("long"),
+            }
+        )
     else:
         view = view.join(F.broadcast(states), ["run_id", "att"], "left")
     return _emitted(F, Window, control, view, options)
@@ -648,7 +722,7 @@ def _value_view(F: Any, Window: Any, rows: DataFrame) -> DataFrame:
     # pass 2 (the whole value; same window, so no new sort): the value's summary
     v = linked.select(
         "vh", "run_id", "value_id", "src", "kind", "index", "att", "topic", "isolation",
-        "di", "lt", "lp", "lo", "ts", "rn", "prev_src", "prev_di", "k_inv",
+        "di", "lt", "lp", "lo", "ts", "mono", "rn", "prev_src", "prev_di", "k_inv",
         same_partition.alias("same_partition"), new_position.alias("new_position"), visible.alias("visible"),
         seen_before.alias("seen_before"), seen_after.alias("seen_after"),
         F.first(F.when(kind == "send_invoke", F.struct("producer", "seq", "key", "topic", "ts")),
@@ -656,7 +730,7 @@ def _value_view(F: Any, Window: Any, rows: DataFrame) -> DataFrame:
         F.first(F.when(kind == "send_outcome", F.struct("outcome", "partition", "offset", "ts")),
                 ignorenulls=True).over(whole).alias("out"),
         F.collect_list(F.when(kind == "send_outcome", F.struct(
-            F.col("k_out").alias("k"), "index", "outcome", "partition", "offset", "ts")))
+            F.col("k_out").alias("k"), "index", "outcome", "partition", "offset", "ts", "mono")))
         .over(whole).alias("outs"),
         F.collect_set(F.when(aborted_here, here)).over(whole).alias("aborted_set"),
         F.collect_set(F.when((src == _LOG) & (F.col("isolation") == _RC), here)).over(whole).alias("rc_set"),
@@ -681,9 +755,15 @@ def _value_view(F: Any, Window: Any, rows: DataFrame) -> DataFrame:
     ).drop("outs")
 
 
-def _attempt_states(F: Any, view: DataFrame, attempts: dict[str, list[TxnAttempt]]) -> DataFrame | None:
-    """``(run_id, att, state)`` of every attempt: its recorded end and what the log shows of its sends
-    (collected on the driver; one row per attempt), or ``None`` when there is no attempt."""
+def _attempt_states(
+    F: Any,
+    view: DataFrame,
+    attempts: dict[str, list[TxnAttempt]],
+    commits: dict[tuple[str, int], float],
+) -> DataFrame | None:
+    """``(run_id, att, state, commit_mono, commit_index)`` of every attempt: its recorded end and what the
+    log shows of its sends (collected on the driver; one row per attempt), and its recorded commit marker
+    (null unless it ended with a commit ``ok``), or ``None`` when there is no attempt."""
     if not attempts:
         return None
     seen: dict[tuple[str, int], tuple[bool, bool]] = {}
@@ -696,11 +776,19 @@ def _attempt_states(F: Any, view: DataFrame, attempts: dict[str, list[TxnAttempt
         )
         seen = {(r.run_id, r.att): (r.c, r.a) for r in observed}
     rows = [
-        (run, a.att, attempt_state(a.recorded, *seen.get((run, a.att), (False, False))))
+        (
+            run,
+            a.att,
+            attempt_state(a.recorded, *seen.get((run, a.att), (False, False))),
+            commits[(run, a.att)] if a.recorded == "committed" else None,
+            a.att if a.recorded == "committed" else None,
+        )
         for run, of_run in attempts.items()
         for a in of_run
     ]
-    return view.sparkSession.createDataFrame(rows, "run_id string, att long, state string")
+    return view.sparkSession.createDataFrame(
+        rows, "run_id string, att long, state string, commit_mono double, commit_index long"
+    )
 
 
 def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: AuditOptions) -> DataFrame:
@@ -720,8 +808,24 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
     send_failed = F.coalesce(paired.outcome == "fail", F.lit(False)) | F.coalesce(
         state == "aborted", F.lit(False)
     )
+    # when the send's record became readable by the group: at its ack; at read_committed a send made in an
+    # attempt at the later of its ack and the attempt's recorded commit (never without one)
+    acked_at = F.struct(paired.mono.alias("mono"), paired.index.alias("index"))
+    commit_mono, commit_index = F.col("commit_mono"), F.col("commit_index")
+    committed_at = F.struct(commit_mono.alias("mono"), commit_index.alias("index"))
+    commit_later = (commit_mono > paired.mono) | (
+        (commit_mono == paired.mono) & (commit_index > paired.index)
+    )
+    plain = F.col("att").isNull() if options.group_isolation == _RC else F.lit(True)
+    has_ack = is_invoke & F.col("ack").isNotNull()
+    readable = F.when(has_ack & plain, acked_at).when(
+        has_ack & commit_mono.isNotNull(), F.when(commit_later, committed_at).otherwise(acked_at)
+    )
+    v = v.withColumn("readable", readable)
     v = v.select(
         "*",
+        F.min(F.col("readable.mono")).over(whole).alias("first_readable"),
+        F.min(F.when(src == _DELIVERY, F.col("mono"))).over(whole).alias("first_delivered"),
         F.max(F.when(is_invoke, send_acked)).over(whole).alias("any_acked"),
         F.min(F.when(is_invoke, send_failed)).over(whole).alias("all_failed"),
         F.min(F.when(is_invoke, F.coalesce(paired.outcome == "fail", F.lit(False)))).over(whole)
@@ -840,12 +944,20 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         F.col("inv.producer").alias("producer"), F.col("inv.key").alias("key"), F.col("inv.seq").alias("seq"),
         send_ts.alias("send_ts"),
         instances.alias("instances"),
+        *(F.when(F.col("readable").isNotNull(), c).alias(n) for c, n in (
+            (F.col("ack.topic"), "av_topic"), (F.col("ack.partition"), "av_partition"),
+            (F.col("ack.offset"), "av_offset"), (F.col("readable.mono"), "av_mono"),
+            (F.col("readable.index"), "av_index"))),
+        F.when(first_row & F.col("first_delivered").isNotNull(), F.col("first_readable")).alias("e2e_mono"),
+        F.when(first_row, (F.col("first_delivered") - F.col("first_readable")) * F.lit(1000.0))
+        .alias("e2e_ms"),
     )  # fmt: skip
     return emitted.where(
         first_row
         | F.col("pos_topic").isNotNull()
         | F.col("ch_topic").isNotNull()
         | F.col("instances").isNotNull()
+        | F.col("av_topic").isNotNull()
     )
 
 
@@ -870,9 +982,18 @@ def _fault_windows(F: Any, control: DataFrame) -> DataFrame:
     )
 
 
-def _availability(F: Any, Window: Any, h: DataFrame, acks: DataFrame, windows: DataFrame) -> list[DataFrame]:
+def _availability(
+    F: Any,
+    Window: Any,
+    h: DataFrame,
+    acks: DataFrame,
+    deliveries: DataFrame,
+    per_value: DataFrame,
+    windows: DataFrame,
+) -> list[DataFrame]:
     """Parts (see :func:`spark_audit`): the longest outage per run; the fault windows; per window and phase
-    the ack count and the latencies at the wanted ranks; the first ack / delivery after each heal."""
+    the ack count and the latencies at the wanted ranks, and the same for the end-to-end latencies (phases
+    ``e2e_*``; ``e2e_all`` over the whole run, window ``-1``); the first ack / delivery after each heal."""
     kind = F.col("kind")
     send_events = kind.isin("send_invoke", "send_outcome")
     bounds = (
@@ -920,50 +1041,36 @@ def _availability(F: Any, Window: Any, h: DataFrame, acks: DataFrame, windows: D
         )
     )
 
-    # nearest-rank percentiles per (window, phase): count acks per log-scaled latency bucket, find the
-    # bucket holding each wanted rank, sort only that bucket's latencies
-    latency = F.col("latency_ms")
+    # per (window, phase): the ack latencies by the outcome's mono, the end-to-end latencies by when the
+    # value became readable
     phase = (
         F.when(F.col("mono") < F.col("start"), "before")
         .when(F.col("end").isNull() | (F.col("mono") <= F.col("end")), "during")
         .otherwise("after")
     )
-    bucket = F.when(
-        latency > 0, F.floor(F.log2(latency) * _BUCKETS_PER_OCTAVE)
-    ).otherwise(F.lit(_LOWEST_BUCKET)).cast("long")  # fmt: skip
+    in_window = F.broadcast(windows.select("run_id", "wid", "start", "end"))
+    e2e = per_value.where(F.col("e2e_ms").isNotNull()).select(
+        "run_id", F.col("e2e_mono").alias("mono"), F.col("e2e_ms").alias("latency_ms")
+    )
     phased = (
-        acks.where(latency.isNotNull())
-        .join(F.broadcast(windows.select("run_id", "wid", "start", "end")), "run_id")
-        .select("run_id", "wid", "latency_ms", phase.alias("phase"), bucket.alias("b"))
-    )
-    in_phase = ["run_id", "wid", "phase"]
-    upto = (
-        Window.partitionBy(*in_phase).orderBy("b").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    histogram = (
-        phased.groupBy(*in_phase, "b")
-        .agg(F.count(F.lit(1)).alias("k"))
-        .withColumn("cum", F.sum("k").over(upto))
-        .withColumn("n", F.sum("k").over(Window.partitionBy(*in_phase)))
-    )
-    wanted = histogram.crossJoin(
-        F.broadcast(h.sparkSession.createDataFrame([(p,) for p in PERCENTILES], "p int"))
-    ).withColumn("rank", F.expr("greatest(1, (n * p + 99) div 100)"))
-    targets = wanted.where(
-        (F.col("cum") - F.col("k") < F.col("rank")) & (F.col("rank") <= F.col("cum"))
-    ).select(*in_phase, "b", "p", "n", (F.col("rank") - F.col("cum") + F.col("k")).alias("local"))
-    stats = (
-        phased.join(F.broadcast(targets), [*in_phase, "b"])
-        .withColumn("rn", F.row_number().over(Window.partitionBy(*in_phase, "p").orderBy("latency_ms")))
-        .where(F.col("rn") == F.col("local"))
-        .select(F.lit("stat").alias("part"), *in_phase, "p", "n", "latency_ms")
-    )
+        acks.where(F.col("latency_ms").isNotNull())
+        .join(in_window, "run_id")
+        .select("run_id", "wid", "latency_ms", phase.alias("phase"))
+        .unionByName(
+            e2e.join(in_window, "run_id").select(
+                "run_id", "wid", "latency_ms", F.concat(F.lit("e2e_"), phase).alias("phase")
+            )
+        )
+        .unionByName(e2e.select("run_id", F.lit(-1).cast("long").alias("wid"), "latency_ms",
+                                F.lit("e2e_all").alias("phase")))
+    )  # fmt: skip
+    stats = _percentiles(F, Window, h.sparkSession, phased)
     # the first ack / delivery strictly after each heal
     healed = F.broadcast(windows.where(F.col("end").isNotNull()).select("run_id", "wid", "end"))
     after = F.col("mono") > F.col("end")
     resumed = (
         acks.select("run_id", "mono", F.lit(True).alias("is_ack"))
-        .unionByName(h.where(kind == "delivery").select("run_id", "mono", F.lit(False).alias("is_ack")))
+        .unionByName(deliveries.select("run_id", "mono", F.lit(False).alias("is_ack")))
         .join(healed, "run_id")
         .where(after)
         .groupBy("run_id", "wid")
@@ -981,8 +1088,190 @@ def _availability(F: Any, Window: Any, h: DataFrame, acks: DataFrame, windows: D
     ]
 
 
+def _percentiles(F: Any, Window: Any, spark: Any, phased: DataFrame) -> DataFrame:
+    """Part ``stat``: per ``(run_id, wid, phase)`` of ``phased`` the count and the nearest-rank latencies
+    (:data:`PERCENTILES`): count the latencies per log-scaled bucket, find the bucket holding each wanted
+    rank, sort only that bucket's latencies."""
+    latency = F.col("latency_ms")
+    bucket = F.when(
+        latency > 0, F.floor(F.log2(latency) * _BUCKETS_PER_OCTAVE)
+    ).otherwise(F.lit(_LOWEST_BUCKET)).cast("long")  # fmt: skip
+    phased = phased.withColumn("b", bucket)
+    in_phase = ["run_id", "wid", "phase"]
+    upto = (
+        Window.partitionBy(*in_phase).orderBy("b").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    histogram = (
+        phased.groupBy(*in_phase, "b")
+        .agg(F.count(F.lit(1)).alias("k"))
+        .withColumn("cum", F.sum("k").over(upto))
+        .withColumn("n", F.sum("k").over(Window.partitionBy(*in_phase)))
+    )
+    wanted = histogram.crossJoin(
+        F.broadcast(spark.createDataFrame([(p,) for p in PERCENTILES], "p int"))
+    ).withColumn("rank", F.expr("greatest(1, (n * p + 99) div 100)"))
+    targets = wanted.where(
+        (F.col("cum") - F.col("k") < F.col("rank")) & (F.col("rank") <= F.col("cum"))
+    ).select(*in_phase, "b", "p", "n", (F.col("rank") - F.col("cum") + F.col("k")).alias("local"))
+    return (
+        phased.join(F.broadcast(targets), [*in_phase, "b"])
+        .withColumn("rn", F.row_number().over(Window.partitionBy(*in_phase, "p").orderBy("latency_ms")))
+        .where(F.col("rn") == F.col("local"))
+        .select(F.lit("stat").alias("part"), *in_phase, "p", "n", "latency_ms")
+    )
+
+
+def _group_bounds(F: Any, control: DataFrame, deliveries: DataFrame) -> dict[str, tuple[float, float]]:
+    """Per run with deliveries: the group's first delivery and its last event (a delivery, commit or
+    rebalance: the end of every stall still open), collected (one row per run)."""
+    kind = F.col("kind")
+    rows = (
+        deliveries.select("run_id", "mono", F.lit(True).alias("is_d"))
+        .unionByName(
+            control.where(kind.isin("commit", "rebalance")).select(
+                "run_id", "mono", F.lit(False).alias("is_d")
+            )
+        )
+        .groupBy("run_id")
+        .agg(F.min(F.when(F.col("is_d"), F.col("mono"))).alias("first"), F.max("mono").alias("last"))
+        .where(F.col("first").isNotNull())
+        .collect()
+    )
+    return {r.run_id: (r.first, r.last) for r in rows}
+
+
+def _leaves(F: Any, control: DataFrame) -> dict[tuple[str, str, int], list[Mark]]:
+    """The revoke / lost callbacks per ``(run_id, topic, partition)`` they list (few; collected)."""
+    rows = (
+        control.where((F.col("kind") == "rebalance") & (F.col("action") != "assign"))
+        .select("run_id", F.col("index").alias("i"), "mono", "process", "member",
+                F.explode("partitions").alias("tp"))
+        .collect()
+    )  # fmt: skip
+    found: dict[tuple[str, str, int], list[Mark]] = defaultdict(list)
+    for r in rows:
+        found[(r.run_id, r.tp.topic, r.tp.partition)].append((r.mono, r.i, r.process, r.member))
+    return found
+
+
+def _consumer(
+    F: Any,
+    Window: Any,
+    deliveries: DataFrame,
+    per_value: DataFrame,
+    bounds: dict[str, tuple[float, float]],
+) -> list[DataFrame]:
+    """Parts (docs/audit.md, "Consumer side"): ``consumer``, per partition the group delivered from, its
+    longest stall and the deliveries where its owner changed (paired into handovers on the driver); ``lag``,
+    the group's offset lag per point of the series.
+
+    One window per partition over its readable records and deliveries in ``(mono, index)`` order gives
+    each row the highest offset readable and delivered up to it and before it, the next delivery and the
+    previous one: a stall starts at a row where records wait (readable beyond delivered) and did not just
+    before, or at a delivery after which records still wait, and ends at the next delivery (or the group's
+    last event)."""
+    if not bounds:
+        return []
+    spark = deliveries.sparkSession
+    grid = spark.createDataFrame(
+        [(run, first, last, *lag_grid(first, last)) for run, (first, last) in bounds.items()],
+        "run_id string, first double, horizon double, n int, step double",
+    )
+    where = ["run_id", "topic", "partition"]
+    delivered = deliveries.select(*where).distinct()
+    readable = (
+        per_value.where(F.col("av_topic").isNotNull())
+        .select("run_id", F.col("av_topic").alias("topic"), F.col("av_partition").alias("partition"),
+                F.col("av_offset").alias("offset"), F.col("av_mono").alias("mono"),
+                F.col("av_index").alias("index"))
+        .join(F.broadcast(delivered), where, "left_semi")
+        .withColumn("is_d", F.lit(False))
+    )  # fmt: skip
+    rows = readable.unionByName(deliveries.withColumn("is_d", F.lit(True)), allowMissingColumns=True).join(
+        F.broadcast(grid), "run_id"
+    )
+    is_d, offset, mono = F.col("is_d"), F.col("offset"), F.col("mono")
+    ordered = Window.partitionBy(*where).orderBy("mono", "index", "is_d", "offset")
+    upto = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
+    after = ordered.rowsBetween(1, Window.unboundedFollowing)
+
+    def highest(frame: Any, delivery: bool) -> Any:
+        return F.coalesce(F.max(F.when(is_d if delivery else ~is_d, offset)).over(frame), F.lit(-1))
+
+    read_upto, read_before = highest(upto, False), highest(before, False)
+    done_upto, done_before = highest(upto, True), highest(before, True)
+    owner = F.struct(mono.alias("mono"), F.col("index").alias("index"), "process", "member")
+    walked = rows.select(
+        *where, "is_d", "mono", "index", "process", "member", "horizon",
+        ((done_upto >= 0) & (read_upto > done_upto)).alias("waits"),
+        ((done_before >= 0) & (read_before > done_before)).alias("waited"),
+        F.first(F.when(is_d, mono), ignorenulls=True).over(after).alias("next_d"),
+        F.last(F.when(is_d, owner), ignorenulls=True).over(before).alias("prev"),
+    )  # fmt: skip
+    prev, next_d, horizon = F.col("prev"), F.col("next_d"), F.col("horizon")
+    starts = F.col("waits") & (is_d | ~F.col("waited")) & (mono <= horizon)
+    end = F.coalesce(next_d, horizon)
+    stall = F.when(
+        starts,
+        F.struct((end - mono).alias("gap"), (-mono).alias("neg_start"), mono.alias("start"), end.alias("end"),
+                 next_d.isNotNull().alias("resumed")),
+    )  # fmt: skip
+    moved = (
+        is_d
+        & prev.isNotNull()
+        & ~(prev.process.eqNullSafe(F.col("process")) & prev.member.eqNullSafe(F.col("member")))
+    )
+    move = F.when(moved, F.struct(prev.alias("a"), owner.alias("b")))
+    consumer = (
+        walked.groupBy(*where)
+        .agg(F.max(stall).alias("s"), F.collect_list(move).alias("moves"))
+        .select(F.lit("consumer").alias("part"), *where, F.col("s.gap").alias("c_gap"),
+                F.col("s.start").alias("c_start"), F.col("s.end").alias("c_end"),
+                F.col("s.resumed").alias("c_resumed"), "moves")
+    )  # fmt: skip
+
+    # the lag series: an event counts from point ceil((mono - first) / step) on (model.lag_point)
+    step, n = F.col("step"), F.col("n")
+    point = F.when(step == 0.0, F.lit(0).cast("long")).otherwise(
+        F.least(
+            F.greatest(F.ceil((mono - F.col("first")) / F.when(step > 0.0, step)), F.lit(0).cast("long")),
+            (n - 1).cast("long"),
+        )
+    )
+    per_point = (
+        rows.where(mono <= horizon)
+        .select(*where, point.alias("point"), F.when(is_d, offset).alias("d"),
+                F.when(~is_d, offset).alias("r"))
+        .groupBy(*where, "point")
+        .agg(F.max("r").alias("r"), F.max("d").alias("d"))
+    )  # fmt: skip
+    every_point = delivered.join(F.broadcast(grid), "run_id").select(
+        *where, F.explode(F.sequence(F.lit(0).cast("long"), (n - 1).cast("long"))).alias("point")
+    )
+    running = (
+        Window.partitionBy(*where).orderBy("point").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    read = F.coalesce(F.max("r").over(running), F.lit(-1))
+    done = F.coalesce(F.max("d").over(running), F.lit(-1))
+    lag = (
+        every_point.join(per_point, [*where, "point"], "left")
+        .select("run_id", "point",
+                F.when(done >= 0, F.greatest(read - done, F.lit(0))).otherwise(0).alias("l"))
+        .groupBy("run_id", "point")
+        .agg(F.sum("l").alias("lag"))
+        .select(F.lit("lag").alias("part"), "run_id", "point", "lag")
+    )  # fmt: skip
+    return [consumer, lag]
+
+
 def _facts(
-    by_part: dict[str, list[Any]], options: AuditOptions, *, log_missing: bool
+    by_part: dict[str, list[Any]],
+    options: AuditOptions,
+    *,
+    log_missing: bool,
+    bounds: dict[str, tuple[float, float]],
+    leaves: dict[tuple[str, str, int], list[Mark]],
 ) -> dict[str, AuditFacts]:
     """The collected parts as one :class:`AuditFacts` per run."""
     runs = sorted(r.run_id for r in by_part["run"])
@@ -1003,7 +1292,7 @@ def _facts(
             problems[e.run_id].add(
                 f"drain incomplete: {e.end_topic}[{e.end_partition}] {e.end_isolation} ({e.end_error})"
             )
-    availability = _availability_of(by_part)
+    availability = _availability_of(by_part, _consumption_of(by_part, bounds, leaves))
     result: dict[str, AuditFacts] = {}
     for run in runs:
         anomalies = tuple(
@@ -1038,7 +1327,56 @@ def _facts(
     return result
 
 
-def _availability_of(by_part: dict[str, list[Any]]) -> dict[str, Availability]:
+def _mark(row: Any) -> Mark:
+    return (row.mono, row.index, row.process, row.member)
+
+
+def _consumption_of(
+    by_part: dict[str, list[Any]],
+    bounds: dict[str, tuple[float, float]],
+    leaves: dict[tuple[str, str, int], list[Mark]],
+) -> dict[str, Consumption]:
+    """The consumer side per run from the ``consumer`` and ``lag`` parts (and the e2e ``stat``s): stalls as
+    collected, handovers paired by the reference's :func:`~chaos.audit.model.longest_handover`."""
+    gaps: dict[str, list[ConsumeGap]] = defaultdict(list)
+    handovers: dict[str, list[Handover]] = defaultdict(list)
+    for r in sorted(by_part["consumer"], key=lambda r: (r.run_id, r.topic, r.partition)):
+        if r.c_gap is not None:
+            gaps[r.run_id].append(ConsumeGap(r.topic, r.partition, r.c_gap, r.c_start, r.c_end, r.c_resumed))
+        moves = [(_mark(m.a), _mark(m.b)) for m in r.moves]
+        found = longest_handover(
+            r.topic, r.partition, moves, leaves.get((r.run_id, r.topic, r.partition), ())
+        )
+        if found is not None:
+            handovers[r.run_id].append(found)
+    lags: dict[str, dict[int, int]] = defaultdict(dict)
+    for r in by_part["lag"]:
+        lags[r.run_id][r.point] = r.lag
+    e2e: dict[str, dict[str, Any]] = defaultdict(dict)
+    for r in by_part["stat"]:
+        if r.phase == "e2e_all":
+            e2e[r.run_id]["n"] = r.n
+            e2e[r.run_id][f"p{r.p}"] = r.latency_ms
+    result: dict[str, Consumption] = {}
+    for run in bounds.keys() | e2e.keys():
+        series: tuple[LagPoint, ...] = ()
+        if run in bounds:
+            first, last = bounds[run]
+            n, step = lag_grid(first, last)
+            series = tuple(LagPoint(first + i * step, lags[run].get(i, 0)) for i in range(n))
+        stats = e2e.get(run, {})
+        result[run] = Consumption(
+            tuple(gaps[run]),
+            LatencyStats(stats.get("n", 0), stats.get("p50"), stats.get("p99")),
+            series,
+            tuple(handovers[run]),
+        )
+    return result
+
+
+def _availability_of(
+    by_part: dict[str, list[Any]], consumption: dict[str, Consumption]
+) -> dict[str, Availability]:
     stats: dict[tuple[str, int, str], dict[str, Any]] = defaultdict(dict)
     for r in by_part["stat"]:
         entry = stats[(r.run_id, r.wid, r.phase)]
@@ -1064,16 +1402,20 @@ def _availability_of(by_part: dict[str, list[Any]]) -> dict[str, Availability]:
                 after=phase(r.run_id, r.wid, "after"),
                 heal_to_first_ack_s=to_ack,
                 heal_to_first_delivery_s=to_delivery,
+                e2e_before=phase(r.run_id, r.wid, "e2e_before"),
+                e2e_during=phase(r.run_id, r.wid, "e2e_during"),
+                e2e_after=phase(r.run_id, r.wid, "e2e_after"),
             )
         )
     outages = {r.run_id: r for r in by_part["outage"]}
     result: dict[str, Availability] = {}
-    for run in outages.keys() | windows.keys():
+    for run in outages.keys() | windows.keys() | consumption.keys():
         o = outages.get(run)
         of_run = tuple(windows.get(run, ()))
+        consumer = consumption.get(run, Consumption())
         result[run] = (
-            Availability(o.gap, o.gap_start, o.gap_end, of_run)
+            Availability(o.gap, o.gap_start, o.gap_end, of_run, consumer)
             if o
-            else Availability(None, None, None, of_run)
+            else Availability(None, None, None, of_run, consumer)
         )
     return result

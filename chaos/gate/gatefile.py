@@ -82,6 +82,9 @@ THRESHOLD_KEYS: Final[tuple[str, ...]] = (
     "heal_to_first_delivery_s",
     "duplicates",
     "duplicate_rate",
+    "max_consume_gap_s",
+    "p99_e2e_latency_ms",
+    "max_handover_s",
 )
 
 
@@ -233,8 +236,10 @@ class ConsumerSide:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Limits per fault window; ``None`` is not judged. ``duplicates`` (a count) and ``duplicate_rate``
-    (a fraction of the values sent) exclude each other."""
+    """Limits per fault window or over the whole run (:mod:`chaos.gate.thresholds`); ``None`` is not
+    judged. ``duplicates`` (a count) and ``duplicate_rate`` (a fraction of the values sent) exclude each
+    other. The consumer side: ``max_consume_gap_s`` (the group's longest stall), ``p99_e2e_latency_ms`` (ack
+    to first delivery), ``max_handover_s`` (a partition's previous owner to its next)."""
 
     longest_outage_s: float | None = None
     p99_ack_latency_ms: float | None = None
@@ -242,6 +247,9 @@ class Thresholds:
     heal_to_first_delivery_s: float | None = None
     duplicates: int | None = None
     duplicate_rate: float | None = None
+    max_consume_gap_s: float | None = None
+    p99_e2e_latency_ms: float | None = None
+    max_handover_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in THRESHOLD_KEYS:

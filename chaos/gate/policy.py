@@ -17,6 +17,7 @@ from chaos.audit.model import (
     AnomalyReport,
     AuditFacts,
     Availability,
+    Consumption,
     Example,
     FaultWindow,
     LatencyStats,
@@ -94,7 +95,8 @@ class AuditResult:
 
 
 def _facts_from_dict(facts: Mapping[str, Any], run_id: str) -> AuditFacts:
-    """Inverse of :meth:`AuditFacts.to_dict`."""
+    """Inverse of :meth:`AuditFacts.to_dict`. The consumer side (``availability.consumer``, each window's
+    ``e2e_*``) may be absent — an ``audit.json`` written before it was measured — and then reads as empty."""
 
     def stats(d: Mapping[str, Any]) -> LatencyStats:
         return LatencyStats(int(d["count"]), d.get("p50_ms"), d.get("p99_ms"))
@@ -121,11 +123,18 @@ def _facts_from_dict(facts: Mapping[str, Any], run_id: str) -> AuditFacts:
             stats(w["after"]),
             w.get("heal_to_first_ack_s"),
             w.get("heal_to_first_delivery_s"),
+            LatencyStats.from_dict(w.get("e2e_before")),
+            LatencyStats.from_dict(w.get("e2e_during")),
+            LatencyStats.from_dict(w.get("e2e_after")),
         )
         for w in av.get("windows", ())
     )
     availability = Availability(
-        av.get("longest_outage_s"), av.get("outage_start_mono"), av.get("outage_end_mono"), windows
+        av.get("longest_outage_s"),
+        av.get("outage_start_mono"),
+        av.get("outage_end_mono"),
+        windows,
+        Consumption.from_dict(av.get("consumer")),
     )
     return AuditFacts(
         str(facts.get("run_id", run_id)),

@@ -1,5 +1,6 @@
 """The gate's thresholds measured on one run: the audit's availability facts (the longest produce outage,
-each fault window's ack latency and recovery times) and its duplicate counts against the gate file's
+each fault window's ack latency and recovery times; on the consumer side the group's longest stall, the
+end-to-end latency and the longest partition handover) and its duplicate counts against the gate file's
 limits (:class:`~chaos.gate.gatefile.Thresholds`).
 
 Per fault window, the worst window counts. A threshold the case does not exercise — no fault window (a
@@ -27,6 +28,9 @@ UNITS: Final = {
     "heal_to_first_delivery_s": "s",
     "duplicates": "",
     "duplicate_rate": "",
+    "max_consume_gap_s": "s",
+    "p99_e2e_latency_ms": "ms",
+    "max_handover_s": "s",
 }
 DUPLICATE_ANOMALIES: Final = (
     "duplicate_in_log",
@@ -121,6 +125,40 @@ def _worst(
     return Measurement(name, limit, value, where)
 
 
+CONSUMER_THRESHOLDS: Final = ("max_consume_gap_s", "p99_e2e_latency_ms", "max_handover_s")
+"""The thresholds judged on the audit's consumer side (``availability.consumer``), over the whole run."""
+
+
+def _consumer_side(name: str, limit: float, facts: AuditFacts, delivered: bool) -> Measurement | str:
+    """One consumer-side threshold on the run, or why it does not apply."""
+    consumer = facts.availability.consumer
+    if not delivered:
+        return "no consumer group consumes in the case (no delivery)"
+    if name == "max_consume_gap_s":
+        gap = consumer.longest_gap()
+        if gap is None:  # the group delivered, and no record ever waited beyond its position
+            return Measurement(name, limit, 0.0, "whole run")
+        where = f"{gap.topic}-{gap.partition}" + ("" if gap.resumed else ", never resumed")
+        return Measurement(name, limit, gap.gap_s, where)
+    if name == "p99_e2e_latency_ms":
+        return Measurement(
+            name,
+            limit,
+            consumer.e2e.p99_ms,
+            "whole run",
+            "no delivered value has a time it became readable (no acknowledged send, or at read_committed "
+            "no recorded commit of its transaction)",
+        )
+    handover = consumer.longest_handover()
+    if handover is None:
+        return (
+            "no partition changed owner (one that was never consumed again is judged by max_consume_gap_s: "
+            "its stall lasts to the group's last event)"
+        )
+    where = f"{handover.topic}-{handover.partition} {handover.from_process} → {handover.to_process}"
+    return Measurement(name, limit, handover.handover_s, where)
+
+
 def measure(limits: Thresholds, facts: AuditFacts, events: Iterable[Event]) -> Measured:
     """Judge ``limits`` on one run: its audit facts and its history (for what the workload did when)."""
     history = list(events)
@@ -140,7 +178,13 @@ def measure(limits: Thresholds, facts: AuditFacts, events: Iterable[Event]) -> M
         limit = getattr(limits, name)
         if limit is None:
             continue
-        if name == "longest_outage_s":
+        if name in CONSUMER_THRESHOLDS:
+            judged = _consumer_side(name, limit, facts, bool(deliveries))
+            if isinstance(judged, str):
+                skip(name, judged)
+            else:
+                found.append(judged)
+        elif name == "longest_outage_s":
             if not invokes:
                 skip(name, "the case sends nothing")
             else:

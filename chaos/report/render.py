@@ -393,7 +393,7 @@ def build_page(
     from chaos.history import RunDir, load_history
     from chaos.report.evidence import history_symptoms, scan_logs
     from chaos.report.explain import ANOMALY_HINTS, explain
-    from chaos.report.timeline import build_timeline, figures_json
+    from chaos.report.timeline import STALL_SHADE_S, build_timeline, figures_json
 
     path = Path(run_dir)
     if not path.is_dir():
@@ -421,7 +421,8 @@ def build_page(
     if RunDir.of(path).has_history():
         try:
             history = load_history(path)
-            timeline = build_timeline(history.table)
+            consumer = audit.facts.availability.consumer if audit is not None else None
+            timeline = build_timeline(history.table, consumer)
         except HistoryError as exc:
             history_error = str(exc)
     else:
@@ -491,6 +492,7 @@ def build_page(
         "summary": summary,
         "audit": audit,
         "anomaly_rows": _anomaly_rows(audit, explain),
+        "consumer_view": _consumer_view(audit, timeline),
         "failing": failing,
         "missing": missing,
         "timeline": timeline,
@@ -517,10 +519,29 @@ def build_page(
         "context": context,
         "plotly_src": relative_url(plotly_path(Path(root) if root is not None else asset_root(path)), path),
         "plotly_version": plotly_version(),
+        "stall_min_s": STALL_SHADE_S,
         "generated": format_utc(time.time()),
     }
     html = _environment().get_template("scenario.html.j2").render(**model)
     return html, summary
+
+
+def _consumer_view(audit: AuditResult | None, timeline: Timeline | None) -> dict[str, Any]:
+    """The availability section's consumer side: one row per partition (``topic-partition``, its longest
+    stall, its longest handover) and whether a fault was active during the longest stall."""
+    if audit is None:
+        return {"rows": [], "longest_while": ""}
+    consumer = audit.facts.availability.consumer
+    gaps = {(g.topic, g.partition): g for g in consumer.gaps}
+    handovers = {(h.topic, h.partition): h for h in consumer.handovers}
+    rows = [(f"{t}-{p}", gaps.get((t, p)), handovers.get((t, p))) for t, p in sorted(gaps.keys() | handovers)]
+    longest = consumer.longest_gap()
+    during: tuple[str, ...] = ()
+    if longest is not None and timeline is not None:
+        from chaos.report.timeline import faults_during
+
+        during = faults_during(timeline.faults, longest.start_mono, longest.end_mono)
+    return {"rows": rows, "longest_while": "during " + ", ".join(during) if during else "no fault active"}
 
 
 def _anomaly_rows(audit: AuditResult | None, explain: Any) -> list[dict[str, Any]]:

@@ -1,9 +1,11 @@
 """Timeline charts of one run's history, as Plotly figure dicts (``{"data": [...], "layout": {...}}``).
 
 Time on every chart is seconds since the run's first event (wall clock, ``ts``); fault windows (inject to
-heal, from the history's ``fault`` events) are shaded on every chart. Nothing here judges the run: it only
-counts what the history holds. Every string from the run goes through :func:`plot_text`, because Plotly
-interprets a small HTML subset in trace names, hover texts and annotations.
+heal, from the history's ``fault`` events) are shaded on every chart, and so are the consume stalls the audit
+measured (``audit.json``: each partition's longest, when at least :data:`STALL_SHADE_S`), named whether a
+fault was active or not. Nothing here judges the run: it counts what the history holds and draws what the
+audit found (the stalls, the consumer-lag series). Every string from the run goes through :func:`plot_text`,
+because Plotly interprets a small HTML subset in trace names, hover texts and annotations.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Final
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
+from chaos.audit.model import Consumption
 from chaos.history.events import FaultEvent
 from chaos.history.reader import events_from_table, filter_kinds
 from chaos.history.windows import fault_windows
@@ -27,7 +30,12 @@ MAX_BUCKETS: Final = 1800
 MAX_PARTITION_TRACES: Final = 24
 ERROR_LEVELS: Final = frozenset({"emerg", "alert", "crit", "error", "warning"})
 
+STALL_SHADE_S: Final = 1.0
+"""Consume stalls at least this long are shaded and named; shorter ones are the group's ordinary polling."""
+
 _FAULT_FILL: Final = "rgba(214, 39, 40, 0.13)"
+_STALL_FILL: Final = "rgba(31, 119, 180, 0.14)"
+_STALL_TEXT: Final = "#1f4e99"
 _COLORS: Final = {"ok": "#2ca02c", "fail": "#d62728", "info": "#ff7f0e"}
 _REBALANCE_SYMBOLS: Final = {"assign": "circle", "revoke": "triangle-down", "lost": "x"}
 
@@ -57,6 +65,53 @@ class FaultSpan:
 
 
 @dataclass(frozen=True)
+class StallSpan:
+    """One partition's longest consume stall (the audit's ``availability.consumer.gaps``), on the run's
+    clock, with the fault windows it overlaps (``during``: their labels; empty: no fault active)."""
+
+    topic: str
+    partition: int
+    gap_s: float
+    start_mono: float
+    end_mono: float
+    resumed: bool
+    during: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """``consume stall chaos-1 12.3 s (no fault active)``."""
+        where = "during " + ", ".join(self.during) if self.during else "no fault active"
+        return (
+            f"consume stall {self.topic}-{self.partition} {self.gap_s:.1f} s ({where}"
+            + ("" if self.resumed else "; never resumed")
+            + ")"
+        )
+
+
+def stall_spans(consumer: Consumption | None, faults: Sequence[FaultSpan]) -> tuple[StallSpan, ...]:
+    """The stalls worth shading: each partition's longest, when at least :data:`STALL_SHADE_S`, in time
+    order, each with the fault windows it overlaps."""
+    if consumer is None:
+        return ()
+    spans = []
+    for g in sorted(consumer.gaps, key=lambda g: (g.start_mono, g.topic, g.partition)):
+        if g.gap_s < STALL_SHADE_S:
+            continue
+        during = faults_during(faults, g.start_mono, g.end_mono)
+        spans.append(StallSpan(g.topic, g.partition, g.gap_s, g.start_mono, g.end_mono, g.resumed, during))
+    return tuple(spans)
+
+
+def faults_during(faults: Sequence[FaultSpan], start_mono: float, end_mono: float) -> tuple[str, ...]:
+    """The labels of the fault windows that overlap ``[start_mono, end_mono]`` (an open one runs on)."""
+    return tuple(
+        f.label
+        for f in faults
+        if f.inject_mono <= end_mono and (f.heal_mono is None or f.heal_mono >= start_mono)
+    )
+
+
+@dataclass(frozen=True)
 class Chart:
     """One chart: its DOM id, title, a caption, and the figure (``None``: nothing to draw, see ``empty``)."""
 
@@ -77,6 +132,7 @@ class Timeline:
     faults: tuple[FaultSpan, ...]
     charts: tuple[Chart, ...]
     kind_counts: dict[str, int] = field(default_factory=dict)
+    stalls: tuple[StallSpan, ...] = ()
 
     @property
     def duration_s(self) -> float | None:
@@ -203,8 +259,9 @@ def _figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> dict[str, Any
     return {"data": data, "layout": layout}
 
 
-def build_timeline(table: pa.Table) -> Timeline:
-    """Compute every chart of the page from a history table (any size; one pass per kind)."""
+def build_timeline(table: pa.Table, consumer: Consumption | None = None) -> Timeline:
+    """Compute every chart of the page from a history table (any size; one pass per kind) and, when the
+    audit's consumer side is given (``audit.json``), its stalls (shaded) and lag series (a chart)."""
     counts_raw = pc.value_counts(table["kind"]).to_pylist() if table.num_rows else []
     kind_counts = {item["values"]: item["counts"] for item in counts_raw}
     if table.num_rows == 0:
@@ -227,11 +284,50 @@ def build_timeline(table: pa.Table) -> Timeline:
         "chart-group": _group,
         "chart-errors": _errors,
     }
+    stalls = stall_spans(consumer, spans)
     charts = []
     for chart_id, title, caption in _CHARTS:
-        figure, empty = builders[chart_id](table, axis, spans, t0)
+        if chart_id == "chart-lag":
+            figure, empty = _lag(consumer, axis, spans, t0, mono0)
+        else:
+            figure, empty = builders[chart_id](table, axis, spans, t0)
+        if figure is not None:
+            _shade_stalls(figure["layout"], stalls, mono0)
         charts.append(Chart(chart_id, title, caption, figure, empty))
-    return Timeline(t0, t_end, mono0, spans, tuple(charts), kind_counts)
+    return Timeline(t0, t_end, mono0, spans, tuple(charts), kind_counts, stalls)
+
+
+def _shade_stalls(layout: dict[str, Any], stalls: Sequence[StallSpan], mono0: float) -> None:
+    """Add each consume stall to a chart's layout: a shaded band and its name (below the fault names)."""
+    for stall in stalls:
+        x0, x1 = stall.start_mono - mono0, stall.end_mono - mono0
+        layout["shapes"].append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": x0,
+                "x1": max(x1, x0 + 0.05),
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": _STALL_FILL,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+        layout["annotations"].append(
+            {
+                "x": x0,
+                "y": 0.98,
+                "xref": "x",
+                "yref": "paper",
+                "text": plot_text(stall.label),
+                "showarrow": False,
+                "xanchor": "left",
+                "yanchor": "top",
+                "font": {"size": 10, "color": _STALL_TEXT},
+            }
+        )
 
 
 _CHARTS: Final = (
@@ -250,6 +346,13 @@ _CHARTS: Final = (
         "chart-consume",
         "Consume rate",
         "Records delivered to the consumer group per second; the final drain's reads shown apart.",
+    ),
+    (
+        "chart-lag",
+        "Consumer lag",
+        "The group's offset lag as the audit measured it (audit.json): per partition it delivered from, the "
+        "highest readable offset minus the highest delivered one, summed over its partitions; "
+        "120 points from its first delivery to its last event.",
     ),
     (
         "chart-isr",
@@ -402,6 +505,27 @@ def _consume(table: pa.Table, axis: _Axis, spans: Sequence[FaultSpan], t0: float
         extra["margin"] = {"l": 60, "r": 70, "t": 28, "b": 40}
     layout = _layout(axis, spans, t0, {"title": {"text": "records / s"}, "rangemode": "tozero"}, **extra)
     return _figure(data, layout), ""
+
+
+def _lag(
+    consumer: Consumption | None, axis: _Axis, spans: Sequence[FaultSpan], t0: float, mono0: float
+) -> Built:
+    if consumer is None:
+        return None, "no audit result (audit.json): the lag is the audit's"
+    if not consumer.lag:
+        return None, "the group delivered nothing (or audit.json predates the consumer-side figures)"
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "offsets behind",
+            "x": [p.mono - mono0 for p in consumer.lag],
+            "y": [p.lag for p in consumer.lag],
+            "line": {"width": 1.5, "color": "#1f77b4"},
+        }
+    ]
+    yaxis = {"title": {"text": "offsets"}, "rangemode": "tozero"}
+    return _figure(data, _layout(axis, spans, t0, yaxis)), ""
 
 
 def _samples(table: pa.Table) -> list[dict[str, Any]]:

@@ -3,7 +3,9 @@ window is worst, what does not apply to a case, and what is unmeasured (never a 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -12,11 +14,14 @@ from chaos.audit.model import (
     AnomalyReport,
     AuditFacts,
     Availability,
+    ConsumeGap,
+    Consumption,
     FaultWindow,
+    Handover,
     LatencyStats,
     Totals,
 )
-from chaos.gate.gatefile import Thresholds
+from chaos.gate.gatefile import GateFileError, Thresholds, load_gate
 from chaos.gate.thresholds import Measurement, measure
 from chaos.history import Delivery, Event, SendInvoke, SendOutcome
 
@@ -202,3 +207,77 @@ def test_windows_of_the_same_fault_and_target_are_numbered() -> None:
     ]
     result = measure(Thresholds(p99_ack_latency_ms=100), facts(windows), workload(11, 21))
     assert result.measurements[0].window == "latency broker-1 #2"
+
+
+# ---- the consumer side (availability.consumer) ------------------------------------------------------
+
+
+def consumer_facts(consumer: Consumption) -> AuditFacts:
+    base = facts()
+    return dataclasses.replace(base, availability=dataclasses.replace(base.availability, consumer=consumer))
+
+
+STALL = ConsumeGap("t", 1, 10.9, 5.0, 15.9, True)
+HANDOVER = Handover("t", 1, "consumer-1", "m1", "consumer-0", "m0", 4.5, 15.9, 11.4, False)
+
+
+def test_consumer_thresholds_judge_the_longest_stall_e2e_p99_and_handover() -> None:
+    limits = Thresholds(max_consume_gap_s=5, p99_e2e_latency_ms=20_000, max_handover_s=30)
+    consumer = Consumption(
+        gaps=(ConsumeGap("t", 0, 0.2, 1.0, 1.2, True), STALL),
+        e2e=LatencyStats(40, 12.0, 11_000.0),
+        handovers=(HANDOVER,),
+    )
+    result = measure(limits, consumer_facts(consumer), workload(1, 2, delivered=(3,)))
+    got = by_name(result.measurements)
+    assert (got["max_consume_gap_s"].observed, got["max_consume_gap_s"].window) == (10.9, "t-1")
+    assert got["max_consume_gap_s"].describe() == "max_consume_gap_s 10.9 s > 5 s (t-1)"
+    assert (got["p99_e2e_latency_ms"].observed, got["p99_e2e_latency_ms"].passed) == (11_000.0, True)
+    assert got["max_handover_s"].observed == 11.4
+    assert got["max_handover_s"].window == "t-1 consumer-1 → consumer-0"
+    assert [m.name for m in result.broken] == ["max_consume_gap_s"]
+    assert {t.name: t.unit for t in result.results()} == {
+        "max_consume_gap_s": "s",
+        "p99_e2e_latency_ms": "ms",
+        "max_handover_s": "s",
+    }
+
+
+def test_consumer_thresholds_without_a_group_do_not_apply_and_without_values_are_unmeasured() -> None:
+    limits = Thresholds(max_consume_gap_s=5, p99_e2e_latency_ms=1000, max_handover_s=30)
+    no_group = measure(limits, consumer_facts(Consumption()), workload(1, 2))
+    assert no_group.measurements == ()
+    assert all("no consumer group" in line for line in no_group.not_applicable)
+    # the group delivered: nothing ever waited (0 s), no readable value delivered (unmeasured), no handover
+    quiet = measure(limits, consumer_facts(Consumption()), workload(1, delivered=(2,)))
+    got = by_name(quiet.measurements)
+    assert (got["max_consume_gap_s"].observed, got["max_consume_gap_s"].passed) == (0.0, True)
+    assert got["p99_e2e_latency_ms"] in quiet.unmeasured
+    assert "no delivered value has a time it became readable" in got["p99_e2e_latency_ms"].describe()
+    assert [line.split(":")[0] for line in quiet.not_applicable] == ["max_handover_s"]
+    never = Consumption(gaps=(ConsumeGap("t", 2, 40.0, 5.0, 45.0, False),))
+    stuck = by_name(measure(limits, consumer_facts(never), workload(1, delivered=(2,))).measurements)
+    assert stuck["max_consume_gap_s"].window == "t-2, never resumed"
+    assert not stuck["max_consume_gap_s"].passed
+
+
+def test_consumer_thresholds_parse_validate_and_override_per_case(tmp_path: Path) -> None:
+    path = tmp_path / "gate.toml"
+    path.write_text(
+        'guarantee = "at_least_once"\n[producer]\n[thresholds]\nmax_consume_gap_s = 15\n'
+        "p99_e2e_latency_ms = 5000.5\nmax_handover_s = 45\n[thresholds.MPI1]\nmax_handover_s = 60\n",
+        encoding="utf-8",
+    )
+    gate = load_gate(path)
+    assert (gate.thresholds.max_consume_gap_s, gate.thresholds.p99_e2e_latency_ms) == (15, 5000.5)
+    assert gate.thresholds_for("MPI1").max_handover_s == 60
+    assert gate.thresholds_for("MPI1").max_consume_gap_s == 15
+    for key, value, shown in (("max_consume_gap_s", "-1", "-1"), ("max_handover_s", '"soon"', "'soon'")):
+        path.write_text(
+            f'guarantee = "at_least_once"\n[producer]\n[thresholds]\n{key} = {value}\n', encoding="utf-8"
+        )
+        with pytest.raises(GateFileError) as raised:
+            load_gate(path)
+        assert f"gate.toml:3: thresholds.{key}: expected a number >= 0; got {shown}" in str(raised.value)
+    with pytest.raises(GateFileError, match="p99_e2e_latency_ms"):
+        Thresholds(p99_e2e_latency_ms=True)

@@ -405,3 +405,80 @@ def test_run_verdict_is_the_audits_unless_the_evidence_says_otherwise() -> None:
     assert run_verdict(None, None) == ("unknown", ())
     assert run_verdict(None, held) == ("unknown", ())
     assert run_verdict(None, unmet) == ("unknown", ("precondition not met: landed (no)",))
+
+
+# ---- the consumer side (audit.json's availability.consumer) ------------------------------------------
+
+
+def _with_consumer(run: Path) -> None:
+    """Give the sample run's audit a consumer side: a 12.3 s stall of partition 1 before the fault (no fault
+    active), a 5 s one of partition 0 inside it, a short one of partition 2, a lag series, a handover."""
+    import dataclasses
+
+    from chaos.audit.model import ConsumeGap, Consumption, Handover, LagPoint, LatencyStats
+    from chaos.gate.auditfile import read_audit, write_audit
+    from tests.report_sample import TOPIC
+
+    mono0 = 1000.0
+    result = read_audit(run)
+    assert result is not None
+    consumer = Consumption(
+        gaps=(
+            ConsumeGap(TOPIC, 0, 5.0, mono0 + 21.0, mono0 + 26.0, True),
+            ConsumeGap(TOPIC, 1, 12.3, mono0 + 2.0, mono0 + 14.3, True),
+            ConsumeGap(TOPIC, 2, 0.4, mono0 + 3.0, mono0 + 3.4, True),
+        ),
+        e2e=LatencyStats(100, 12.0, 12300.0),
+        lag=tuple(LagPoint(mono0 + t, lag) for t, lag in ((0.0, 0), (5.0, 60), (15.0, 0), (30.0, 7))),
+        handovers=(
+            Handover(
+                TOPIC, 1, "consumer-1", "m1", "consumer-0", "m0", mono0 + 1.9, mono0 + 14.3, 12.4, False
+            ),
+        ),
+    )
+    facts = result.facts
+    availability = dataclasses.replace(facts.availability, consumer=consumer)
+    write_audit(run, dataclasses.replace(result, facts=dataclasses.replace(facts, availability=availability)))
+
+
+def test_consume_stalls_are_shaded_and_named_even_with_no_fault_active(tmp_path: Path) -> None:
+    from tests.report_sample import TOPIC
+
+    run = write_sample_run(tmp_path / "stalled", seconds=SECONDS, rate=RATE)
+    _with_consumer(run)
+    html = render_run(run).page.read_text(encoding="utf-8")
+    parser = _Scripts()
+    parser.feed(html)
+    figures = json.loads(parser.data["chaos-figures"])
+    for chart in ("chart-produce", "chart-consume", "chart-lag"):
+        layout = figures[chart]["layout"]
+        bands = [(s["x0"], s["x1"], s["fillcolor"]) for s in layout["shapes"]]
+        assert [(x0, x1) for x0, x1, _ in bands] == [(20.0, 32.0), (2.0, pytest.approx(14.3)), (21.0, 26.0)]
+        assert bands[1][2] != bands[0][2]  # a stall is not drawn as a fault
+        names = [a["text"] for a in layout["annotations"]]
+        assert f"consume stall {TOPIC}-1 12.3 s (no fault active)" in names
+        assert f"consume stall {TOPIC}-0 5.0 s (during network_cut broker-2)" in names
+        assert not any(f"{TOPIC}-2" in n for n in names)  # 0.4 s: ordinary polling, not shaded
+    lag = figures["chart-lag"]["data"][0]
+    assert (lag["x"], lag["y"]) == ([0.0, 5.0, 15.0, 30.0], [0, 60, 0, 7])
+    stalls = html[html.index("<h3>Consume stalls</h3>") :]
+    stalls = _text(stalls[: stalls.index("</table>")])
+    assert f"{TOPIC}-1 t+2.000 s t+14.300 s 12.3 s no fault active" in stalls
+    availability = _text(html[html.index('id="consumer-availability"') :])
+    assert f"Longest consume stall — records readable, none delivered: 12.3 s on {TOPIC}-1" in availability
+    assert "(from t+2.000 s to t+14.300 s; no fault active)" in availability
+    assert "p50 / p99 12.0 / 12,300.0 (n=100) ms" in availability
+    assert "Peak consumer lag: 60 offsets at t+5.000 s" in availability
+    assert "12.4 s on chaos-sample-1 , consumer-1 → consumer-0 (from its last delivery at t+1.900 s)" in (
+        availability
+    )
+
+
+def test_an_audit_without_the_consumer_side_says_so(plain_html: str) -> None:
+    availability = _text(plain_html[plain_html.index('id="consumer-availability"') :])
+    assert "No consumer-side figures" in availability
+    assert "predates them" in availability  # the sample run's group delivered
+    parser = _Scripts()
+    parser.feed(plain_html)
+    assert "chart-lag" not in json.loads(parser.data["chaos-figures"])
+    assert "Consume stalls" not in plain_html
