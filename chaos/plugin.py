@@ -35,6 +35,9 @@ _HTML_INDEX = pytest.StashKey[str]()
 _RUNNING = pytest.StashKey[tuple[pytest.Item, dict[str, object]]]()
 """The test between its setup and teardown reports, with its fixture values (pytest clears them before an
 interrupted session's end): the one an interrupt cut short."""
+_INTERRUPTED = pytest.StashKey[bool]()
+"""Set by Ctrl-C or SIGTERM, before the fixtures' teardown: they then heal, but do not wait for a
+cluster the session is about to remove."""
 _OPTIONS = pytest.StashKey["_Options"]()
 _RUN_DIRS: pytest.StashKey[RunDirs] = pytest.StashKey()
 _ENV_SEED = "CHAOS_SEED"
@@ -131,6 +134,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "smoke: a quick end-to-end check of images, clients and Spark.")
     config.addinivalue_line("markers", "integration: needs a Docker engine and the harness's images.")
     config.stash[_RUN_IDS] = []
+    config.pluginmanager.register(_InterruptWatch(config), "chaos-interrupt-watch")
     _install_sigterm(config)
     _configure_gate(config)
 
@@ -174,6 +178,17 @@ def _install_sigterm(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
     config.stash[_SIGTERM_BEFORE] = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+
+
+class _InterruptWatch:
+    """Marks the session interrupted (Ctrl-C, SIGTERM) before its fixtures are torn down: they then go
+    fast (``kafka_cluster``)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.config.stash[_INTERRUPTED] = True
 
 
 def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -459,8 +474,9 @@ def kafka_cluster(
                 print(f"chaos: broker logs of {request.node.nodeid} not captured: {exc!r}")
         try:
             heal_all(cluster)
-            cluster.delete_topics(sorted(cluster.topics() - before))
-            cluster.wait_healthy(60)
+            if not request.config.stash.get(_INTERRUPTED, False):  # else the cluster is removed next
+                cluster.delete_topics(sorted(cluster.topics() - before))
+                cluster.wait_healthy(60)
         except Exception as exc:
             print(
                 f"chaos: cluster {cluster.run_id} unhealthy after {request.node.nodeid} ({exc}); rebuilding"

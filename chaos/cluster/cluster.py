@@ -19,6 +19,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -365,20 +366,22 @@ class KafkaCluster:
         (:mod:`chaos.cluster.logs` reads them back); returns the files. ``since`` (epoch seconds): only the
         lines from then on — a run's own window, so its evidence never comes from an earlier run on the
         session's shared cluster; ``None``: the whole log."""
-        written = []
         items: list[tuple[str, DockerContainer]] = [
             (f"broker-{b.node_id}", b.container) for b in self.brokers
         ]
         if self._toxiproxy_container is not None:
             items.append(("toxiproxy", self._toxiproxy_container))
-        for stem, container in items:
+
+        def capture(stem: str, container: DockerContainer) -> Path:
             try:
                 wrapped = container.get_wrapped_container()
                 raw = wrapped.logs(timestamps=True, since=since) if since else wrapped.logs(timestamps=True)
             except Exception as exc:  # a removed container has no logs; say so in the file
                 raw = f"(logs unavailable: {exc})\n".encode()
-            written.append(write_log(directory, stem, raw))
-        return written
+            return write_log(directory, stem, raw)
+
+        with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix="capture-logs") as pool:
+            return list(pool.map(capture, *zip(*items, strict=True)))
 
     # ---------------------------------------------------------------- introspection (see introspect.py)
 

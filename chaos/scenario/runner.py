@@ -227,7 +227,7 @@ class ScenarioRun(RunWorkers):
             except Exception as exc:
                 errors.append(f"nemesis heal: {exc!r}")
             errors += nemesis.errors
-        errors += self.stop_workers()
+        errors += self.stop_workers(interrupted=interrupted)
         _, stuck = heal_faults(self.faults.active(), interrupted=interrupted)
         errors += [f"{f!r}: {f.record.error if f.record else '?'}" for f in stuck]
         if errors:

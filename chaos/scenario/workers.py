@@ -39,6 +39,9 @@ class RunWorkers:
 
     def __init__(self) -> None:
         self._closers: list[Callable[[], None]] = []
+        self.interrupting = False
+        """True while the run stops its workers because the session was interrupted (Ctrl-C, SIGTERM):
+        the harness's closers then cut their flushes short."""
         self._samplers: dict[str, ClusterSampler] = {}
 
     @property
@@ -50,8 +53,10 @@ class RunWorkers:
         """Run ``closer`` when the run ends (before healing), e.g. to stop a group member."""
         self._closers.append(closer)
 
-    def stop_workers(self) -> list[str]:
-        """Run the closers (last registered first), then stop the samplers; the closers' errors."""
+    def stop_workers(self, *, interrupted: bool = False) -> list[str]:
+        """Run the closers (last registered first), then stop the samplers; the closers' errors.
+        ``interrupted``: see :attr:`interrupting`."""
+        self.interrupting = interrupted
         errors: list[str] = []
         for closer in reversed(self._closers):
             try:
@@ -113,7 +118,7 @@ class RunWorkers:
             overrides=tuple(overrides),
         )
         worker = ProducerWorker(self.context, spec)
-        self.on_close(lambda: _quiet(worker.stop))
+        self.on_close(lambda: _quiet(lambda: worker.stop(hasty=self.interrupting)))
         return worker.start()
 
     def txn_producer(

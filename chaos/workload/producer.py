@@ -28,6 +28,7 @@ from chaos.workload.outcomes import classify_delivery_error, classify_produce_ex
 from chaos.workload.profiles import ConfigValue, producer_layers
 
 ENQUEUE_GIVE_UP_S: Final = 5.0  # BufferError for this long (queue never drains) -> fail _QUEUE_FULL
+HASTY_FLUSH_S: Final = 1.0  # an interrupted session: a CI cancel leaves seconds, not a delivery timeout
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,7 @@ class ProducerWorker:
         self._sends = SendRecorder(context, spec.name, self.topic, spec.keys)
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._hasty = False
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._started = 0.0
@@ -301,8 +303,11 @@ class ProducerWorker:
         self._thread.start()
         return self
 
-    def stop(self, timeout_s: float | None = None) -> ProducerStats:
-        """Stop sending, flush (bounded by ``flush_timeout_s``) and wait for the thread."""
+    def stop(self, timeout_s: float | None = None, *, hasty: bool = False) -> ProducerStats:
+        """Stop sending, flush (bounded by ``flush_timeout_s``; ``hasty``: by :data:`HASTY_FLUSH_S`, for
+        an interrupted session — what is not acknowledged by then is recorded as unknown) and wait for
+        the thread."""
+        self._hasty = self._hasty or hasty
         self._stop.set()
         return self.join(timeout_s)
 
@@ -349,7 +354,12 @@ class ProducerWorker:
             self._error = exc
         finally:
             try:
-                self._sends.close(producer, self.spec.flush_timeout_s)
+                self._sends.close(
+                    producer,
+                    min(HASTY_FLUSH_S, self.spec.flush_timeout_s)
+                    if self._hasty
+                    else self.spec.flush_timeout_s,
+                )
             except BaseException as exc:
                 self._error = self._error or exc
             self._logs.detach()

@@ -163,3 +163,26 @@ def _child_main() -> int:
 
 if __name__ == "__main__":
     sys.exit(_child_main())
+
+
+@pytest.mark.parametrize(("hasty", "within_s"), [(True, 4.0), (False, None)])
+def test_a_hasty_stop_cuts_the_producers_flush_short(hasty: bool, within_s: float | None) -> None:
+    """An interrupted run stops its producer with ``hasty``: no broker answers, yet it ends in about
+    HASTY_FLUSH_S (+ the purge's flush), not its flush_timeout_s; what was not acknowledged is unknown."""
+    from chaos.history import SendOutcome
+    from chaos.workload import ProducerSpec, ProducerWorker
+
+    events: list[Event] = []
+    spec = ProducerSpec(name="p", rate=200.0, duration_s=30.0, flush_timeout_s=6.0)
+    worker = ProducerWorker(context(client=IDEMPOTENT, sink=events.append), spec).start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    worker.stop(hasty=hasty)
+    took = time.monotonic() - started
+    outcomes = [e for e in events if isinstance(e, SendOutcome)]
+    assert outcomes
+    assert all(e.outcome == "info" for e in outcomes)
+    if within_s is not None:
+        assert took < within_s
+    else:
+        assert took >= 6.0  # the whole flush_timeout_s: what a hasty stop saves
