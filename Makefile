@@ -21,11 +21,11 @@ chaos: provision
 ## Lint, type-check and run the whole test suite, plus one real scenario run whose incident report is
 ## checked (issue 7's acceptance: ISR2's vulnerable variant, audited by Spark); then every page of the
 ## session's real report tree in headless Chromium (skipped in the first run, which has no tree yet);
-## then the faster half of the reliability suite (the rest, kill -9 x10, Ctrl-C and the iptables cycles,
-## in `make reliability`: README, "Reliability").
+## then the faster half of the reliability suite (the rest — kill -9 x10, Ctrl-C, two sessions and the
+## iptables cycles — in `make reliability`: README, "Reliability").
 REPORT_CHECK := scenarios/test_isr2_lost_isr.py::test_isr2[vulnerable]
 RELIABILITY_CI := $(addprefix tests/reliability/,test_bad_input_matrix.py test_reaper_trust.py \
-	test_full_disk.py test_sigterm.py test_two_sessions.py)
+	test_full_disk.py test_sigterm.py)
 test: provision lint
 	$(BIN)/pytest tests "$(REPORT_CHECK)" $(PYTEST_ARGS)
 	CHAOS_BROWSER_TREE=reports $(BIN)/pytest -q -p no:cacheprovider tests/integration/test_report_browser.py -k real_tree
