@@ -203,6 +203,22 @@ def _nearest_rank(values: list[float], percentile: int) -> float:
     return values[max(rank, 1) - 1]
 
 
+def _band(x0: float, x1: float, fill: str) -> dict[str, Any]:
+    """A shaded full-height band from ``x0`` to ``x1`` (at least 0.05 s wide), below the traces."""
+    return {
+        "type": "rect",
+        "xref": "x",
+        "yref": "paper",
+        "x0": x0,
+        "x1": max(x1, x0 + 0.05),
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": fill,
+        "line": {"width": 0},
+        "layer": "below",
+    }
+
+
 def _layout(
     axis: _Axis, spans: Sequence[FaultSpan], t0: float, yaxis: dict[str, Any], **extra: Any
 ) -> dict[str, Any]:
@@ -211,20 +227,7 @@ def _layout(
     for s in spans:
         x0 = s.inject_ts - t0
         x1 = (s.heal_ts if s.heal_ts is not None else t0 + axis.duration) - t0
-        shapes.append(
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "paper",
-                "x0": x0,
-                "x1": max(x1, x0 + 0.05),
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": _FAULT_FILL,
-                "line": {"width": 0},
-                "layer": "below",
-            }
-        )
+        shapes.append(_band(x0, x1, _FAULT_FILL))
         label = plot_text(s.label) + ("" if s.heal_ts is not None else " (never healed)")
         annotations.append(
             {
@@ -301,20 +304,7 @@ def _shade_stalls(layout: dict[str, Any], stalls: Sequence[StallSpan], mono0: fl
     """Add each consume stall to a chart's layout: a shaded band and its name (below the fault names)."""
     for stall in stalls:
         x0, x1 = stall.start_mono - mono0, stall.end_mono - mono0
-        layout["shapes"].append(
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "paper",
-                "x0": x0,
-                "x1": max(x1, x0 + 0.05),
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": _STALL_FILL,
-                "line": {"width": 0},
-                "layer": "below",
-            }
-        )
+        layout["shapes"].append(_band(x0, x1, _STALL_FILL))
         layout["annotations"].append(
             {
                 "x": x0,
