@@ -154,7 +154,7 @@ def reference_audit(
             markers.append((index, e))
 
     log_records = list(log or ())
-    txn = _transactions(sends, answers, markers, log_records, drain_last, options.group_isolation)
+    txn = _transactions(sends, answers, markers, log_records, drain_last, options.group_isolation, deliveries)
     status = txn.status
 
     def send_ts(v: str) -> float:
@@ -181,7 +181,8 @@ def reference_audit(
     for topic, partition, offset, v in records:
         if v is not None and not txn.observed_aborted(v, topic, partition, offset):
             positions[v].append((topic, partition, offset))
-    delivered = {d.value_id for _, d in deliveries if d.value_id is not None}
+    # a read inside an aborted attempt of its own process was rolled back: it did not consume the value
+    delivered = {d.value_id for i, d in deliveries if d.value_id is not None and i not in txn.rolled_back}
     found: dict[str, list[Example]] = {name: [] for name in ANOMALIES}
     group_committed = options.group_isolation == RC
 
@@ -211,7 +212,7 @@ def reference_audit(
     last_delivery: dict[str, int] = {}
     for index, d in deliveries:
         v = d.value_id
-        if v is None:
+        if v is None or index in txn.rolled_back:
             continue
         previous = last_delivery.get(v)
         last_delivery[v] = index
@@ -309,6 +310,7 @@ class _Transactions:
     uncommitted_reads: set[tuple[str, int, int, str | None]]
     committed_drain: dict[tuple[str, int], DrainEnd]
     available: list[Available]  # every send's record as it became readable by the group
+    rolled_back: set[int]  # indices of deliveries made inside an aborted attempt of their own process
 
     def observed_aborted(self, v: str, topic: str, partition: int, offset: int) -> bool:
         """v's record at that position was read only at read_uncommitted, and the read_committed drain of
@@ -345,6 +347,7 @@ def _transactions(
     log_records: list[LogRecord],
     drain_last: dict[tuple[str, int, str], DrainEnd],
     group_isolation: str,
+    deliveries: list[tuple[int, Delivery]],
 ) -> _Transactions:
     read_at: dict[str, set[tuple[str, int, int, str | None]]] = {level: set() for level in ISOLATION_LEVELS}
     for r in log_records:
@@ -360,6 +363,7 @@ def _transactions(
         uncommitted_reads=read_at["read_uncommitted"],
         committed_drain={(t, p): end for (t, p, level), end in drain_last.items() if level == RC},
         available=[],
+        rolled_back=set(),
     )
     attempts = txn_attempts(
         (i, m.process, m.transactional_id, m.action, m.outcome, m.error) for i, m in markers
@@ -401,6 +405,10 @@ def _transactions(
     state: dict[int, TxnState] = {
         a.att: attempt_state(a.recorded, a.att in seen_committed, a.att in seen_aborted) for a in attempts
     }
+    for index, d in deliveries:
+        att = attempt_of(index, d.process)
+        if att is not None and state[att] == "aborted":
+            view.rolled_back.add(index)
     # when a send's record became readable by the group: at its ack; at read_committed, a send made in an
     # attempt at the later of its ack and the attempt's recorded commit (never without one)
     marker_mono = {index: m.mono for index, m in markers}

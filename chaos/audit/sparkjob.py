@@ -453,9 +453,9 @@ def _value_rows(
 ) -> DataFrame:
     """Every row that belongs to a value: send events, transaction markers (one per value they name),
     deliveries and log records; ``src`` says which, ``di``/``lt``/``lp``/``lo`` hold a delivery's or log
-    record's index and position. ``att``: the attempt an invoke was made in (its span), a marker's own
-    (its index); ``covered``: a log record read at read_uncommitted whose partition's read_committed drain
-    completed past it."""
+    record's index and position. ``att``: the attempt an invoke or a delivery was made in (its process's
+    span), a marker's own (its index); ``covered``: a log record read at read_uncommitted whose partition's
+    read_committed drain completed past it."""
     kind = F.col("kind")
     delivery = kind == "delivery"
     sends_and_deliveries = h.where(
@@ -469,9 +469,10 @@ def _value_rows(
         F.when(delivery, F.col("offset")).alias("lo"),
         "ts",
         "mono",
+        "process",  # dropped once the invokes and deliveries have their attempts
         # a delivery's own fields are in di/lt/lp/lo: do not shuffle them twice
         *(F.when(~delivery, F.col(c)).alias(c) for c in (
-            "kind", "index", "process", "producer", "seq", "key", "topic", "partition", "offset", "outcome")),
+            "kind", "index", "producer", "seq", "key", "topic", "partition", "offset", "outcome")),
     )  # fmt: skip
     sends_and_deliveries = _in_attempts(F, h.sparkSession, sends_and_deliveries, attempts or {})
     txn_markers = control.where((kind == "txn") & (F.col("action") != "begin")).select(
@@ -503,9 +504,9 @@ def _value_rows(
 
 
 def _in_attempts(F: Any, spark: Any, rows: DataFrame, attempts: dict[str, list[TxnAttempt]]) -> DataFrame:
-    """``rows`` with ``att``: for a ``send_invoke`` the attempt whose span holds it (the latest ``begin`` of
-    its process before it, if the invoke comes before that attempt's ``close``), else null. Only the
-    invokes of processes that began a transaction are sorted, per process."""
+    """``rows`` with ``att``: for a ``send_invoke`` or a delivery the attempt whose span holds it (the latest
+    ``begin`` of its process before it, if the row comes before that attempt's ``close``), else null. Only
+    the invokes and deliveries of processes that began a transaction are sorted, per process."""
     spans = [
         (run, a.process, a.begin, a.close, a.att)
         for run, of_run in attempts.items()
@@ -519,14 +520,15 @@ def _in_attempts(F: Any, spark: Any, rows: DataFrame, attempts: dict[str, list[T
     begins = spark.createDataFrame(spans, "run_id string, process string, index long, close long, att long")
     processes = F.broadcast(begins.select("run_id", "process").distinct().withColumn("tp", F.lit(True)))
     flagged = rows.join(processes, ["run_id", "process"], "left")
-    candidate = (F.col("kind") == "send_invoke") & F.col("tp")
+    candidate = ((F.col("kind") == "send_invoke") | (F.col("src") == _DELIVERY)) & F.col("tp")
+    at = F.coalesce(F.col("index"), F.col("di"))  # a delivery's index is in di
     plain = (
         flagged.where(~F.coalesce(candidate, F.lit(False)))
         .drop("tp")
         .withColumn("att", F.lit(None).cast("long"))
     )
     span = F.struct(F.col("close"), F.col("att"))
-    ordered = Window.partitionBy("run_id", "process").orderBy("index")
+    ordered = Window.partitionBy("run_id", "process").orderBy(at)
     latest = F.last(F.col("span"), ignorenulls=True).over(
         ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
@@ -541,7 +543,7 @@ def _in_attempts(F: Any, spark: Any, rows: DataFrame, attempts: dict[str, list[T
         .where(F.col("span").isNull())  # the invokes, each with the span it falls in
         .withColumn(
             "att",
-            F.when(F.col("open.close").isNull() | (F.col("index") < F.col("open.close")), F.col("open.att")),
+            F.when(F.col("open.close").isNull() | (at < F.col("open.close")), F.col("open.att")),
         )
         .drop("span", "open")
     )
@@ -700,7 +702,6 @@ def _value_view(F: Any, Window: Any, rows: DataFrame) -> DataFrame:
         "*",
         F.row_number().over(value).alias("rn"),
         F.lag("src").over(value).alias("prev_src"),
-        F.lag("di").over(value).alias("prev_di"),
         F.lag("lt").over(value).alias("prev_lt"),
         F.lag("lp").over(value).alias("prev_lp"),
         F.lag("lo").over(value).alias("prev_lo"),
@@ -722,7 +723,7 @@ def _value_view(F: Any, Window: Any, rows: DataFrame) -> DataFrame:
     # pass 2 (the whole value; same window, so no new sort): the value's summary
     v = linked.select(
         "vh", "run_id", "value_id", "src", "kind", "index", "att", "topic", "isolation",
-        "di", "lt", "lp", "lo", "ts", "mono", "rn", "prev_src", "prev_di", "k_inv",
+        "di", "lt", "lp", "lo", "ts", "mono", "rn", "prev_src", "k_inv",
         same_partition.alias("same_partition"), new_position.alias("new_position"), visible.alias("visible"),
         seen_before.alias("seen_before"), seen_after.alias("seen_after"),
         F.first(F.when(kind == "send_invoke", F.struct("producer", "seq", "key", "topic", "ts")),
@@ -822,8 +823,13 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         has_ack & commit_mono.isNotNull(), F.when(commit_later, committed_at).otherwise(acked_at)
     )
     v = v.withColumn("readable", readable)
+    # a delivery inside an aborted attempt of its own process was rolled back: no consumption, no duplicate
+    counted = (src == _DELIVERY) & ~F.coalesce(state == "aborted", F.lit(False))
     v = v.select(
         "*",
+        F.last(F.when(counted, F.col("di")), ignorenulls=True)
+        .over(value.rowsBetween(Window.unboundedPreceding, -1)).alias("prev_counted_di"),
+        F.count(F.when(counted, 1)).over(whole).alias("n_counted"),
         F.min(F.col("readable.mono")).over(whole).alias("first_readable"),
         F.min(F.when(src == _DELIVERY, F.col("mono"))).over(whole).alias("first_delivered"),
         F.max(F.when(is_invoke, send_acked)).over(whole).alias("any_acked"),
@@ -876,9 +882,9 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
     first_row = F.col("rn") == 1
     summary = first_row & sent  # a sent value's first row is one of its send events
     bad = F.col("bad")
-    redelivery = (src == _DELIVERY) & named & (F.col("prev_src") == _DELIVERY)
+    redelivery = counted & named & F.col("prev_counted_di").isNotNull()
     after_rebalance = F.coalesce(
-        F.exists("rebalances", lambda r: (r > F.col("prev_di")) & (r < F.col("di"))), F.lit(False)
+        F.exists("rebalances", lambda r: (r > F.col("prev_counted_di")) & (r < F.col("di"))), F.lit(False)
     )
     lost = summary & (F.col("n_visible") == 0)
     seen = summary & (F.col("n_visible") > 0)
@@ -894,7 +900,7 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         (lost & acked, "lost_acked", first_ack, F.col("first_ack.ts")),
         (lost & ~acked & ~failed, "lost_indeterminate",
          (F.col("inv.topic"), out.partition, F.lit(None).cast("long")), send_ts),
-        (seen & expected & (F.col("n_deliveries") == 0), "unseen_by_group", first_at, send_ts),
+        (seen & expected & (F.col("n_counted") == 0), "unseen_by_group", first_at, send_ts),
         (duplicated, "duplicate_in_log", row_at, send_ts),
         (summary & bad.isNotNull(), "aborted_read", (bad.topic, bad.partition, bad.offset), send_ts),
         (redelivery & after_rebalance, "duplicate_delivery_after_rebalance", row_at, F.col("ts")),

@@ -5,9 +5,9 @@
   (256) refuses its batches at first: librdkafka fails the transaction with an abortable error, the worker
   aborts (an ``abort`` marker listing the inputs it carried), rewinds and processes the batch again; once the
   topic takes the batches again (the setting deleted) the same inputs are committed. The audit must report no
-  ``aborted_read`` — the inputs were aborted in one attempt and committed by the next — and, under
-  ``exactly_once``, fail it by nothing but the redeliveries of the aborted inputs (not done: the audit does
-  not yet roll back a read made inside a transaction that aborted; then the run must pass). 256 bytes:
+  ``aborted_read`` — the inputs were aborted in one attempt and committed by the next — nor a duplicate
+  delivery (the reads inside the aborted attempts are rolled back), and pass the run under
+  ``exactly_once``. 256 bytes:
   more than a transaction marker's batch (about 80 bytes: the coordinator must still write the abort
   markers), less than a batch of five records. ``linger.ms`` 500 keeps every
   record of a transaction queued until the commit flushes them, so no ``produce()`` call meets the abortable
@@ -183,11 +183,10 @@ def test_a_transform_that_aborts_then_commits_the_same_inputs_has_no_aborted_rea
     assert result.count("lost_acked") == 0
     assert result.count("unseen_by_group") == 0
     assert result.count("duplicate_in_log") == 0
-    # Not done (issue 14): the audit does not yet roll back a read made inside a transaction that then
-    # aborted, so the transform's redelivery of those inputs counts as a duplicate delivery and fails
-    # exactly_once by that alone. When the audit learns it, this becomes `verdict == "pass"`.
-    redeliveries = {"duplicate_delivery_other", "duplicate_delivery_after_rebalance"}
-    assert set(result.audit.failed_by) <= redeliveries, result.audit.failed_by
+    # the reads inside the aborted attempts are rolled back (docs/audit.md): no duplicate delivery
+    assert result.count("duplicate_delivery_other") == 0
+    assert result.count("duplicate_delivery_after_rebalance") == 0
+    assert result.audit.verdict == "pass", result.audit.failed_by
 
 
 # ---- a transactional producer killed mid-transaction ------------------------------------------------
