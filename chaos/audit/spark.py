@@ -48,6 +48,9 @@ def spark_session(
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "16")
+        # the audit's plan is deep: its full text (built for every query's listener event) ran a 1 GB
+        # driver out of heap in the unit suite's biggest job; 1 MB of it is plenty to read
+        .config("spark.sql.maxPlanStringLength", str(1 << 20))
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
     )

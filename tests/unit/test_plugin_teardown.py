@@ -233,7 +233,8 @@ def test_the_cluster_is_healed_even_when_capturing_logs_fails(
     )
     pytester.makepyfile(test_inner=f"def test_inner(kafka_cluster):\n    {body}\n")
     result = pytester.runpytest("--chaos-report-dir", str(pytester.path / "reports"), no_reraise_ctrlc=True)
-    expected = ["heal fake", "delete []", "healthy"]
+    # interrupted: healed, but neither topics deleted nor health waited for — the cluster goes next
+    expected = ["heal fake"] if "KeyboardInterrupt" in body else ["heal fake", "delete []", "healthy"]
     assert log.read_text().splitlines() == (["capture", *expected] if captured else expected)
     if body == "assert False":
         result.stdout.fnmatch_lines(
