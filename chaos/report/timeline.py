@@ -20,7 +20,7 @@ from typing import Any, Final
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
-from chaos.audit.model import Consumption
+from chaos.audit.model import ConsumeGap, Consumption
 from chaos.history.events import FaultEvent
 from chaos.history.reader import events_from_table, filter_kinds
 from chaos.history.windows import fault_windows
@@ -69,21 +69,17 @@ class StallSpan:
     """One partition's longest consume stall (the audit's ``availability.consumer.gaps``), on the run's
     clock, with the fault windows it overlaps (``during``: their labels; empty: no fault active)."""
 
-    topic: str
-    partition: int
-    gap_s: float
-    start_mono: float
-    end_mono: float
-    resumed: bool
+    gap: ConsumeGap
     during: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         """``consume stall chaos-1 12.3 s (no fault active)``."""
+        g = self.gap
         where = "during " + ", ".join(self.during) if self.during else "no fault active"
         return (
-            f"consume stall {self.topic}-{self.partition} {self.gap_s:.1f} s ({where}"
-            + ("" if self.resumed else "; never resumed")
+            f"consume stall {g.topic}-{g.partition} {g.gap_s:.1f} s ({where}"
+            + ("" if g.resumed else "; never resumed")
             + ")"
         )
 
@@ -98,7 +94,7 @@ def stall_spans(consumer: Consumption | None, faults: Sequence[FaultSpan]) -> tu
         if g.gap_s < STALL_SHADE_S:
             continue
         during = faults_during(faults, g.start_mono, g.end_mono)
-        spans.append(StallSpan(g.topic, g.partition, g.gap_s, g.start_mono, g.end_mono, g.resumed, during))
+        spans.append(StallSpan(g, during))
     return tuple(spans)
 
 
@@ -303,7 +299,7 @@ def build_timeline(table: pa.Table, consumer: Consumption | None = None) -> Time
 def _shade_stalls(layout: dict[str, Any], stalls: Sequence[StallSpan], mono0: float) -> None:
     """Add each consume stall to a chart's layout: a shaded band and its name (below the fault names)."""
     for stall in stalls:
-        x0, x1 = stall.start_mono - mono0, stall.end_mono - mono0
+        x0, x1 = stall.gap.start_mono - mono0, stall.gap.end_mono - mono0
         layout["shapes"].append(_band(x0, x1, _STALL_FILL))
         layout["annotations"].append(
             {
