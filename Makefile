@@ -27,7 +27,7 @@ REPORT_CHECK := scenarios/test_isr2_lost_isr.py::test_isr2[vulnerable]
 RELIABILITY_CI := $(addprefix tests/reliability/,test_bad_input_matrix.py test_reaper_trust.py \
 	test_full_disk.py test_sigterm.py)
 test: provision lint
-	$(BIN)/pytest tests "$(REPORT_CHECK)" $(PYTEST_ARGS)
+	$(BIN)/pytest tests "$(REPORT_CHECK)" --durations=20 $(PYTEST_ARGS)
 	CHAOS_BROWSER_TREE=reports $(BIN)/pytest -q -p no:cacheprovider tests/integration/test_report_browser.py -k real_tree
 	$(BIN)/pytest -q -p no:cacheprovider -m reliability $(RELIABILITY_CI)
 

@@ -51,6 +51,11 @@ def spark_session(
         # the audit's plan is deep: its full text (built for every query's listener event) ran a 1 GB
         # driver out of heap in the unit suite's biggest job; 1 MB of it is plenty to read
         .config("spark.sql.maxPlanStringLength", str(1 << 20))
+        # one session audits run after run (a pytest session, a gate): the status store keeps every
+        # query's plan text and metrics, 1000 queries by default — hundreds of MB of a deep plan's text
+        .config("spark.sql.ui.retainedExecutions", "20")
+        .config("spark.ui.retainedJobs", "100")
+        .config("spark.ui.retainedStages", "200")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
     )
