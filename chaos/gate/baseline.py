@@ -31,14 +31,21 @@ MEASURES: Final[tuple[str, ...]] = (
     "p99_ack_latency_ms",
     "heal_to_first_ack_s",
     "heal_to_first_delivery_s",
+    "max_consume_gap_s",
+    "p99_e2e_latency_ms",
+    "max_handover_s",
 )
 """What a baseline compares: the longest produce outage, the p99 ack latency during the fault, the times
-from heal to the first ack and to the first delivery."""
+from heal to the first ack and to the first delivery; on the consumer side the group's longest stall, the
+p99 end-to-end latency and the longest partition handover."""
 _EVERY: Final = Thresholds(
     longest_outage_s=math.inf,
     p99_ack_latency_ms=math.inf,
     heal_to_first_ack_s=math.inf,
     heal_to_first_delivery_s=math.inf,
+    max_consume_gap_s=math.inf,
+    p99_e2e_latency_ms=math.inf,
+    max_handover_s=math.inf,
 )
 """Limits no value exceeds: :func:`~chaos.gate.thresholds.measure` with them observes every measure."""
 NOT_APPLICABLE: Final = "does not apply: "

@@ -41,8 +41,11 @@ def measures(
     p99: float | None = 800.0,
     ack: float | None = 3.0,
     delivery: float | None = 5.0,
+    gap: float | None = 6.0,
+    e2e: float | None = 900.0,
+    handover: float | None = 7.0,
 ) -> tuple[Measure, ...]:
-    values = dict(zip(MEASURES, (outage, p99, ack, delivery), strict=True))
+    values = dict(zip(MEASURES, (outage, p99, ack, delivery, gap, e2e, handover), strict=True))
     return tuple(
         Measure(name, value, "crash broker-1", "" if value is not None else "nothing was acknowledged")
         for name, value in values.items()
@@ -171,6 +174,20 @@ def test_a_small_absolute_change_on_tiny_values_passes() -> None:
     assert compare_measure("heal_to_first_ack_s", old, new, strict).regressed
 
 
+def test_a_longer_consumer_stall_or_handover_is_a_regression() -> None:
+    new = gate(
+        case("PB1", measures()), case("ISR2", measures(outage=20.0, p99=2400.0, gap=9.0, handover=7.5))
+    )
+    result = new.against(OLD, "old/gate.json", RULE)
+    assert result.exit_code == 1
+    isr2 = result.cases[1]
+    assert isr2.baseline is not None
+    # the stall: 9 s > max(6 * 1.25, 6 + 1) = 7.5 s; the handover: 7.5 s <= max(8.75, 8) s
+    assert [(r.name, r.old, r.new, r.limit) for r in isr2.baseline.regressions] == [
+        ("max_consume_gap_s", 6.0, 9.0, 7.5)
+    ]
+
+
 def test_a_missing_case_or_measure_is_not_compared_with_the_reason_never_a_regression() -> None:
     old = gate(
         case("PB1", measures(ack=None)),
@@ -189,8 +206,7 @@ def test_a_missing_case_or_measure_is_not_compared_with_the_reason_never_a_regre
     assert rows["heal_to_first_ack_s"].note == "the baseline: nothing was acknowledged"
     assert rows["longest_outage_s"].compared
     assert {m.name: m.note for m in isr2.measures if not m.compared} == {
-        "heal_to_first_ack_s": "the baseline: no value recorded",
-        "heal_to_first_delivery_s": "the baseline: no value recorded",
+        name: "the baseline: no value recorded" for name in MEASURES[2:]
     }
     assert [m.name for m in isr2.regressions] == ["longest_outage_s"]  # what is compared still counts
     assert (d1.case, d1.measures, d1.note) == ("D1", (), "not in the baseline: nothing to compare")
