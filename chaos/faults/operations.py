@@ -1,0 +1,203 @@
+"""Cluster operations as faults: what an operator does to a running cluster, recorded like any fault.
+
+An operation's window runs from its start to its end: ``inject()`` starts it and waits until the cluster
+shows it done (bounded), ``heal()`` ends the window — and undoes what can be undone. Used as a context
+manager (``with run.fault(AddPartitions, topic, 6): ...``) the window covers what the block does beside it.
+
+- :class:`AddPartitions`: grow a topic (CreatePartitions). Irreversible: Kafka cannot remove partitions, so
+  the heal only ends the window. With ``auto.offset.reset=latest`` a group that learns of the new partitions
+  after records were written to them skips those records — the classic loss this operation replays.
+- :class:`PreferredElection`: move each partition's leadership back to its preferred replica (the first of
+  its replicas) where another replica leads (ElectLeaders, ``PREFERRED``) — what
+  ``auto.leader.rebalance.enable`` or an operator's ``kafka-leader-election.sh`` does after a broker came
+  back. Leadership moves under load; the heal only ends the window.
+
+Their target is a topic, not a broker: the history names them ``topic <name>``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+from chaos.errors import FaultError
+from chaos.faults.base import Fault, FaultLog, Param
+from chaos.faults.targets import ActiveController
+
+if TYPE_CHECKING:
+    from chaos.cluster.cluster import KafkaCluster
+    from chaos.run.events import PartitionState
+
+OPERATION_TIMEOUT_S: Final = 30.0
+_POLL_S: Final = 0.25
+
+
+class _TopicOperation(Fault):
+    """A fault on a topic: no broker is hit; the record's target is ``topic <name>``."""
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        topic: str,
+        timeout_s: float = OPERATION_TIMEOUT_S,
+        log: FaultLog | None = None,
+    ) -> None:
+        if not isinstance(topic, str) or not topic:
+            raise FaultError(f"{type(self).__name__}: expected a topic name; got {topic!r}")
+        if not timeout_s > 0:
+            raise FaultError(f"{type(self).__name__}: timeout_s must be > 0 seconds; got {timeout_s!r}")
+        super().__init__(cluster, ActiveController(), log)
+        self.topic = topic
+        self.timeout_s = timeout_s
+
+    def resolve_brokers(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def target_text(self) -> str:
+        return f"topic {self.topic}"
+
+    def _partitions(self) -> list[PartitionState]:
+        return [p for p in self.cluster.describe_partitions([self.topic]) if p.topic == self.topic]
+
+    def _wait(self, what: str, done: Callable[[list[PartitionState]], bool]) -> list[PartitionState]:
+        """Poll the topic's partitions until ``done(partitions)``; FaultError naming ``what`` after the
+        timeout."""
+        deadline = time.monotonic() + self.timeout_s
+        last: list[PartitionState] = []
+        error: Exception | None = None
+        while True:
+            try:
+                last = self._partitions()
+            except Exception as exc:  # a metadata read that failed: try again until the deadline
+                last, error = [], exc
+            else:
+                error = None
+                if done(last):
+                    return last
+            if time.monotonic() >= deadline:
+                seen = ", ".join(f"p{p.partition} leader {p.leader}" for p in last) or f"nothing ({error})"
+                raise FaultError(
+                    f"{self.kind} on topic {self.topic}: {what} not seen within {self.timeout_s:.0f} s "
+                    f"(last seen: {seen})\n  fix: check the brokers are up (a fault still active?), or give "
+                    "the operation a longer timeout_s"
+                )
+            time.sleep(_POLL_S)
+
+    def _heal(self) -> None:
+        """Nothing to undo (see the subclass); the window ends."""
+
+
+class AddPartitions(_TopicOperation):
+    """Grow ``topic`` to ``count`` partitions and wait until each has a leader. Irreversible."""
+
+    kind = "add_partitions"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        topic: str,
+        count: int,
+        timeout_s: float = OPERATION_TIMEOUT_S,
+        log: FaultLog | None = None,
+    ) -> None:
+        if type(count) is not int or count < 2:
+            raise FaultError(f"AddPartitions: count is the topic's new partition count (>= 2); got {count!r}")
+        super().__init__(cluster, topic, timeout_s, log)
+        self.count = count
+        self.before: int | None = None
+
+    def params(self) -> dict[str, Param]:
+        return {"topic": self.topic, "count": self.count}
+
+    def _inject(self) -> None:
+        from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]  # exported, not in __all__
+
+        before = len(self._partitions())
+        if before == 0:
+            raise FaultError(f"add_partitions: topic {self.topic} does not exist (create it first)")
+        if self.count <= before:
+            raise FaultError(
+                f"add_partitions: topic {self.topic} has {before} partitions already; count={self.count} "
+                "must be more (Kafka only adds partitions)"
+            )
+        self.before = before
+        futures = self.cluster.admin().create_partitions(
+            [NewPartitions(self.topic, self.count)], request_timeout=self.timeout_s
+        )
+        for future in futures.values():
+            future.result(self.timeout_s)
+        self._wait(
+            f"{self.count} partitions with a leader",
+            lambda ps: len(ps) == self.count and all(p.leader is not None for p in ps),
+        )
+        self.note(f"{before} -> {self.count} partitions (irreversible: the heal only ends the window)")
+
+
+class PreferredElection(_TopicOperation):
+    """Elect the preferred replica leader of every partition of ``topic`` (or of ``partitions``) that
+    another replica leads, and wait until it leads. A partition whose preferred replica is out of the ISR
+    cannot move: the operation fails naming it."""
+
+    kind = "preferred_election"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        topic: str,
+        partitions: tuple[int, ...] | None = None,
+        timeout_s: float = OPERATION_TIMEOUT_S,
+        log: FaultLog | None = None,
+    ) -> None:
+        if partitions is not None and (
+            not isinstance(partitions, tuple) or not all(type(p) is int and p >= 0 for p in partitions)
+        ):
+            raise FaultError(
+                f"PreferredElection: partitions must be a tuple of partition numbers; got {partitions!r}"
+            )
+        super().__init__(cluster, topic, timeout_s, log)
+        self.partitions = partitions
+        self.moved: dict[int, tuple[int | None, int]] = {}
+
+    def params(self) -> dict[str, Param]:
+        return self._as_params(topic=self.topic, partitions=self.partitions)
+
+    def _chosen(self, states: list[PartitionState]) -> list[PartitionState]:
+        return [p for p in states if self.partitions is None or p.partition in self.partitions]
+
+    def _inject(self) -> None:
+        from confluent_kafka import ElectionType, TopicPartition
+
+        states = self._chosen(self._partitions())
+        if not states:
+            raise FaultError(f"preferred_election: topic {self.topic} has none of the partitions asked")
+        away = [p for p in states if p.replicas and p.leader != p.replicas[0]]
+        if not away:
+            self.note("every partition already led by its preferred replica: nothing moved")
+            return
+        # no timeout keywords: confluent-kafka 2.16's binding raises SystemError on them; the result's
+        # wait below is bounded
+        future = self.cluster.admin().elect_leaders(
+            ElectionType.PREFERRED, [TopicPartition(self.topic, p.partition) for p in away]
+        )
+        errors = {
+            tp.partition: error
+            for tp, error in future.result(self.timeout_s).items()
+            if error is not None and error.name() != "ELECTION_NOT_NEEDED"
+        }
+        if errors:
+            raise FaultError(
+                f"preferred_election on topic {self.topic}: "
+                + ", ".join(f"p{p}: {e.name()}" for p, e in sorted(errors.items()))
+                + "\n  fix: the preferred replica must be alive and in the ISR (heal the faults on it first)"
+            )
+        wanted = {p.partition: p.replicas[0] for p in away}
+        self._wait(
+            "the preferred replicas leading",
+            lambda ps: all(p.leader == wanted[p.partition] for p in ps if p.partition in wanted),
+        )
+        self.moved = {p.partition: (p.leader, wanted[p.partition]) for p in away}
+        self.note(
+            "moved " + ", ".join(f"p{p}: {old} -> {new}" for p, (old, new) in sorted(self.moved.items()))
+        )

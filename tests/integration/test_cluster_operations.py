@@ -1,0 +1,139 @@
+"""Cluster operations as faults (``chaos.faults.operations``) on the real cluster, under load.
+
+- **partitions added mid-run**: a topic of 2 partitions grows to 4 while a producer writes and a member
+  consumes, both refreshing metadata every second. The operation is in the history (inject and heal, target
+  ``topic <name>``); the new partitions are written and read; the audit finds nothing lost or unseen.
+- **a preferred-leader election**: the leader of partition 0 is stopped (controlled shutdown moves its
+  leaderships) and restarted, so another replica leads; the election under load moves leadership back to
+  the preferred replica. With ``acks=all`` and idempotence nothing acknowledged is lost.
+
+Each test is bounded (every wait has a timeout) and takes under a minute here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from chaos.faults.operations import AddPartitions, PreferredElection
+from chaos.faults.process import Stop
+from chaos.faults.targets import LeaderOf
+from chaos.history import FaultEvent, SendOutcome
+from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.workload import IDEMPOTENT
+
+pytestmark = pytest.mark.integration
+
+SOURCE = "tests/integration/test_cluster_operations.py"
+REFRESH = {"topic.metadata.refresh.interval.ms": 1000}
+
+GROW = Scenario(
+    scenario_id="partitions_added_mid_run",
+    case_id="X17",
+    title="Partitions added to a topic while it is written and read",
+    source=SOURCE,
+    symptom="adding partitions was done by hand through the admin client, outside the history",
+    client=IDEMPOTENT,
+    guarantee="at_least_once",
+    expected_verdict="pass",
+    variants=(Variant("grow", "2 -> 4 partitions under load; clients refresh metadata every second"),),
+)
+
+
+def faults_of(events: list[FaultEvent], kind: str) -> list[tuple[str, str]]:
+    return [(e.action, e.target) for e in events if e.fault == kind]
+
+
+def test_partitions_added_mid_run_are_recorded_written_and_read(
+    scenario_run: Callable[..., ScenarioRun],
+) -> None:
+    with scenario_run(GROW, "grow") as run:
+        run.create_topic(partitions=2, replication_factor=3)
+        run.member("consumer-0", overrides=REFRESH)
+        producer = run.producer(rate=100.0, duration_s=20.0, overrides=tuple(REFRESH.items()))
+        run.wait_for("the group consuming", lambda ev: bool(views.deliveries(ev)), 30)
+        grow = run.fault(AddPartitions, run.topic, 4)
+        with grow:
+            pass
+        run.wait_for(
+            "the new partitions written and read",
+            lambda ev: {2, 3} <= {d.partition for d in views.deliveries(ev)},
+            30,
+        )
+        assert producer.join().fail == 0
+        run.wait_caught_up(30)
+        result = run.finish()
+
+    events = list(result.events)
+    written = {
+        e.partition
+        for e in events
+        if isinstance(e, SendOutcome) and e.outcome == "ok" and e.partition is not None
+    }
+    read = {d.partition for d in views.deliveries(events)}
+    recorded = faults_of(views.faults(events), "add_partitions")
+    print(f"\n{grow.record}; written {sorted(written)}, read {sorted(read)}; {result.summary()}")
+    assert recorded == [("inject", f"topic {run.topic}"), ("heal", f"topic {run.topic}")]
+    params = json.loads(views.faults(events, "add_partitions")[0].params)
+    assert (params["topic"], params["count"]) == (run.topic, 4)
+    assert written == read == {0, 1, 2, 3}
+    assert result.count("lost_acked") == 0
+    assert result.count("unseen_by_group") == 0
+    assert result.audit.verdict == "pass", result.audit.failed_by
+
+
+ELECT = Scenario(
+    scenario_id="preferred_election_under_load",
+    case_id="X17",
+    title="Leadership moved back to the preferred replica while an acks=all producer writes",
+    source=SOURCE,
+    symptom="moving leadership was done by hand through the admin client, outside the history",
+    client=IDEMPOTENT,
+    guarantee="idempotent",
+    expected_verdict="pass",
+    variants=(
+        Variant("elect", "stop and restart partition 0's leader, then a preferred election under load"),
+    ),
+)
+
+
+def test_a_preferred_election_under_load_moves_leadership_and_loses_nothing(
+    scenario_run: Callable[..., ScenarioRun],
+) -> None:
+    with scenario_run(ELECT, "elect") as run:
+        run.create_topic(partitions=3, replication_factor=3)
+        preferred = run.cluster.partition(run.topic, 0).replicas[0]
+        run.member("consumer-0")
+        producer = run.producer(rate=100.0, duration_s=25.0)
+        run.wait_for("the group consuming", lambda ev: bool(views.deliveries(ev)), 30)
+        with run.fault(Stop, LeaderOf(run.topic, 0)):
+            run.wait_until(
+                "another replica leads partition 0",
+                lambda: run.cluster.partition(run.topic, 0).leader not in (None, preferred),
+                30,
+            )
+        run.wait_until(
+            f"broker {preferred} back in partition 0's ISR",
+            lambda: preferred in run.cluster.partition(run.topic, 0).isr,
+            60,
+        )
+        election = run.fault(PreferredElection, run.topic)
+        with election:
+            pass
+        leader = run.cluster.partition(run.topic, 0).leader
+        assert producer.join().fail == 0
+        run.wait_caught_up(30)
+        result = run.finish()
+
+    print(f"\npreferred {preferred}, moved {election.moved}; {result.summary()}")
+    assert 0 in election.moved, "partition 0's leadership did not move back"
+    assert election.moved[0][1] == preferred == leader
+    events = list(result.events)
+    assert faults_of(views.faults(events), "preferred_election") == [
+        ("inject", f"topic {run.topic}"),
+        ("heal", f"topic {run.topic}"),
+    ]
+    assert result.count("lost_acked") == 0
+    assert result.audit.verdict == "pass", result.audit.failed_by
