@@ -18,7 +18,8 @@ provision: setup
 chaos: provision
 	$(BIN)/pytest -m chaos $(PYTEST_ARGS)
 
-## Lint, type-check and run the whole test suite, plus one real scenario run whose incident report is
+## Lint, type-check and run the whole test suite — the unit tests first, in a process (and Spark JVM) of
+## their own, then the real-cluster tests — plus one real scenario run whose incident report is
 ## checked (issue 7's acceptance: ISR2's vulnerable variant, audited by Spark); then every page of the
 ## session's real report tree in headless Chromium (skipped in the first run, which has no tree yet);
 ## then the faster half of the reliability suite (the rest — kill -9 x10, Ctrl-C, two sessions and the
@@ -27,7 +28,8 @@ REPORT_CHECK := scenarios/test_isr2_lost_isr.py::test_isr2[vulnerable]
 RELIABILITY_CI := $(addprefix tests/reliability/,test_bad_input_matrix.py test_reaper_trust.py \
 	test_full_disk.py test_sigterm.py)
 test: provision lint
-	$(BIN)/pytest tests "$(REPORT_CHECK)" --durations=20 $(PYTEST_ARGS)
+	$(BIN)/pytest tests/unit --durations=10 $(PYTEST_ARGS)
+	$(BIN)/pytest tests "$(REPORT_CHECK)" --ignore=tests/unit --durations=10 $(PYTEST_ARGS)
 	CHAOS_BROWSER_TREE=reports $(BIN)/pytest -q -p no:cacheprovider tests/integration/test_report_browser.py -k real_tree
 	$(BIN)/pytest -q -p no:cacheprovider -m reliability $(RELIABILITY_CI)
 

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+LOCAL_DRIVER_MEMORY = "2g"
+"""The JVM heap of a ``local`` master when none is asked for: its executors share it, and Spark's 1 GB
+default ran a deep audit plan out of heap in the unit suite."""
 
 
 def spark_session(
@@ -22,12 +25,15 @@ def spark_session(
     """Start (or reuse) a session on ``master``; ``local[*]`` by default, any Spark master URL otherwise.
 
     ``driver_memory`` (e.g. ``"4g"``) only takes effect when this starts the JVM; in local mode the
-    executors run in the driver's JVM, so it bounds the whole job's heap (Spark spills beyond it).
+    executors run in the driver's JVM, so it bounds the whole job's heap (Spark spills beyond it): default
+    :data:`LOCAL_DRIVER_MEMORY` for a local master, Spark's own (or ``spark-submit``'s) otherwise.
     """
     from pyspark.sql import SparkSession
 
     jars = ",".join(str(p) for p in ensure_connector_jars())
     builder = SparkSession.builder
+    if driver_memory is None and master.startswith("local"):
+        driver_memory = LOCAL_DRIVER_MEMORY
     if driver_memory is not None:
         builder = builder.config("spark.driver.memory", driver_memory)
     if master.startswith("local"):
@@ -56,9 +62,9 @@ def spark_session(
         .config("spark.sql.ui.retainedExecutions", "20")
         .config("spark.ui.retainedJobs", "100")
         .config("spark.ui.retainedStages", "200")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
     )
+    for key, value in driver_address(master).items():
+        builder = builder.config(key, value)
     before = _children()
     try:
         return builder.getOrCreate()
@@ -70,6 +76,21 @@ def spark_session(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         raise
+
+
+DRIVER_HOST_ENV = "CHAOS_SPARK_DRIVER_HOST"
+DRIVER_BIND_ENV = "CHAOS_SPARK_DRIVER_BIND_ADDRESS"
+
+
+def driver_address(master: str) -> dict[str, str]:
+    """Where the driver listens and what it tells executors to dial: ``$CHAOS_SPARK_DRIVER_HOST`` /
+    ``$CHAOS_SPARK_DRIVER_BIND_ADDRESS`` when set (the bind address defaults to the host); else loopback for
+    a ``local`` master (nothing else needs to reach it) and Spark's own default (this machine's name) for a
+    cluster's master, whose executors on other hosts must reach the driver."""
+    host = os.environ.get(DRIVER_HOST_ENV) or ("127.0.0.1" if master.startswith("local") else None)
+    bind = os.environ.get(DRIVER_BIND_ENV) or host
+    found = {"spark.driver.host": host, "spark.driver.bindAddress": bind}
+    return {key: value for key, value in found.items() if value}
 
 
 def _children() -> set[int]:

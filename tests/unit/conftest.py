@@ -25,7 +25,7 @@ def audit_spark() -> Iterator[Any]:
     """One ``local[2]`` Spark session for the audit tests (2 cores here), few shuffle partitions."""
     from chaos.audit.spark import spark_session
 
-    spark = spark_session("local[2]", app_name="chaos-audit-tests", driver_memory="2g")
+    spark = spark_session("local[2]", app_name="chaos-audit-tests")
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     # the test data is tiny: compiling whole-stage code for the job's many stages, and re-planning each
     # stage adaptively, cost more than they save (a warm audit of a 10-event run: 21 s -> 16 s without AQE)
