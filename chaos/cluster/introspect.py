@@ -3,7 +3,9 @@
 State is read with one Metadata request to one broker at a time (``wire.metadata``), trying the
 broker that answered last first and moving on after a short socket timeout. So a cut or paused
 broker costs one short timeout instead of hanging the caller — librdkafka's admin client would keep
-sending to a silent broker whose connection still looks open.
+sending to a silent broker whose connection still looks open. The two operations confluent-kafka's admin
+client lacks (replica reassignment, unregistering a broker) go the same way, for
+:mod:`chaos.faults.operations`.
 """
 
 from __future__ import annotations
@@ -254,3 +256,22 @@ def wait_healthy(cluster: ClusterHandle, timeout_s: float) -> None:
     raise ClusterError(
         f"cluster {cluster.run_id} not healthy after {timeout_s:.0f} s: {'; '.join(problems[:10])}"
     )
+
+
+def alter_reassignments(cluster: ClusterHandle, topic: str, replicas: dict[int, tuple[int, ...]]) -> None:
+    """Start moving each partition of ``topic`` to its ``replicas`` (AlterPartitionReassignments, through
+    the first broker that answers); the replicas catch up after this returns."""
+
+    def ask(broker: Broker) -> None:
+        wire.alter_partition_reassignments("127.0.0.1", broker.ext_port, topic, replicas, PROBE_TIMEOUT_S)
+
+    _ask(cluster, ask, "AlterPartitionReassignments")
+
+
+def unregister_broker(cluster: ClusterHandle, broker_id: int) -> None:
+    """Remove a shut-down broker's registration from the KRaft metadata (UnregisterBroker)."""
+
+    def ask(broker: Broker) -> None:
+        wire.unregister_broker("127.0.0.1", broker.ext_port, broker_id, PROBE_TIMEOUT_S)
+
+    _ask(cluster, ask, "UnregisterBroker")

@@ -1,10 +1,13 @@
-"""Two Kafka requests spoken directly on a socket, for measurements no client library exposes.
+"""Kafka requests spoken directly on a socket, for what no client library here exposes.
 
 * ``api_versions`` — the cheapest request every broker answers: times one request/response round
   trip through a given address (a broker's proxy), without librdkafka's connection management.
 * ``quorum_leader`` — DescribeQuorum on ``__cluster_metadata``: the id of the active KRaft controller.
   Brokers forward it to the controller. (Metadata responses name a *random* broker as "controller" in
   KRaft, so the admin API cannot tell.)
+* ``metadata``, ``find_group_coordinator``, ``describe_group`` — what a faulted cluster still answers.
+* ``alter_partition_reassignments``, ``unregister_broker`` — cluster operations the Java admin client has
+  and confluent-kafka does not (:mod:`chaos.faults.operations`).
 """
 
 from __future__ import annotations
@@ -293,3 +296,87 @@ def describe_group(host: str, port: int, group: str, timeout_s: float = 5.0) -> 
         r.skip_bytes()  # member metadata
         r.skip_bytes()  # member assignment
     return WireGroup(error, state, tuple(sorted(members)))
+
+
+_ALTER_REASSIGNMENTS = 45
+_UNREGISTER_BROKER = 64
+
+
+def _compact_string(text: str) -> bytes:
+    raw = text.encode()
+    return _uvarint(len(raw) + 1) + raw
+
+
+def _read_compact_string(r: _Reader) -> str | None:
+    size, r.pos = _read_uvarint(r.data, r.pos)
+    if size == 0:
+        return None
+    raw = r.data[r.pos : r.pos + size - 1]
+    r.pos += size - 1
+    return raw.decode()
+
+
+def _skip_tags(r: _Reader) -> None:
+    count, r.pos = _read_uvarint(r.data, r.pos)
+    for _ in range(count):
+        _tag, r.pos = _read_uvarint(r.data, r.pos)
+        size, r.pos = _read_uvarint(r.data, r.pos)
+        r.pos += size
+
+
+def _flexible_call(host: str, port: int, api_key: int, body: bytes, timeout_s: float) -> _Reader:
+    """Send a flexible (v0, tagged-fields) request; the response past its header's tagged fields."""
+    correlation = next(_correlation)
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        answer = _exchange(sock, _header(api_key, 0, correlation, flexible=True) + body, correlation)
+    r = _Reader(answer)
+    _skip_tags(r)
+    return r
+
+
+def _raise_for(what: str, error: int, message: str | None) -> None:
+    if error:
+        raise ClusterError(
+            f"{what} failed with Kafka error code {error}" + (f": {message}" if message else "")
+        )
+
+
+def alter_partition_reassignments(
+    host: str, port: int, topic: str, replicas: dict[int, tuple[int, ...]], timeout_s: float = 30.0
+) -> None:
+    """AlterPartitionReassignments v0 through the broker at ``host:port`` (which forwards it to the
+    controller): move each partition of ``topic`` to its ``replicas`` (the first is the preferred leader).
+    Returns once the controller accepted it; the replicas catch up after. Raises naming the error code."""
+    body = struct.pack(">i", int(timeout_s * 1000)) + _uvarint(2) + _compact_string(topic)
+    body += _uvarint(len(replicas) + 1)
+    for partition, ids in sorted(replicas.items()):
+        body += (
+            struct.pack(">i", partition)
+            + _uvarint(len(ids) + 1)
+            + b"".join(struct.pack(">i", i) for i in ids)
+        )
+        body += b"\x00"  # partition tagged fields
+    body += b"\x00\x00"  # topic, request tagged fields
+    r = _flexible_call(host, port, _ALTER_REASSIGNMENTS, body, timeout_s + 5.0)
+    r.take(">i")  # throttle
+    (error,) = r.take(">h")
+    _raise_for(f"AlterPartitionReassignments of {topic} via {host}:{port}", error, _read_compact_string(r))
+    topics, r.pos = _read_uvarint(r.data, r.pos)
+    for _ in range(max(topics - 1, 0)):
+        name = _read_compact_string(r)
+        partitions, r.pos = _read_uvarint(r.data, r.pos)
+        for _ in range(max(partitions - 1, 0)):
+            (index,) = r.take(">i")
+            (code,) = r.take(">h")
+            _raise_for(f"reassigning {name}-{index} via {host}:{port}", code, _read_compact_string(r))
+            _skip_tags(r)
+        _skip_tags(r)
+
+
+def unregister_broker(host: str, port: int, broker_id: int, timeout_s: float = 10.0) -> None:
+    """UnregisterBroker v0 through the broker at ``host:port``: remove ``broker_id``'s registration from the
+    KRaft metadata (the broker must be shut down: fenced). Raises naming the error code."""
+    r = _flexible_call(host, port, _UNREGISTER_BROKER, struct.pack(">i", broker_id) + b"\x00", timeout_s)
+    r.take(">i")  # throttle
+    (error,) = r.take(">h")
+    _raise_for(f"UnregisterBroker {broker_id} via {host}:{port}", error, _read_compact_string(r))

@@ -12,7 +12,12 @@ manager (``with run.fault(AddPartitions, topic, 6): ...``) the window covers wha
   ``auto.leader.rebalance.enable`` or an operator's ``kafka-leader-election.sh`` does after a broker came
   back. Leadership moves under load; the heal only ends the window.
 
-Their target is a topic, not a broker: the history names them ``topic <name>``.
+- :class:`ReassignReplicas`: move a partition to other brokers (AlterPartitionReassignments) and, by
+  default, back at the heal: the replicas copy the partition under load, leadership moves with the list.
+- :class:`RemoveBroker`: stop a broker and unregister it (KRaft); the heal starts it again.
+
+The topic operations' target is a topic, not a broker: the history names them ``topic <name>``.
+confluent-kafka has no reassignment or unregister call: :mod:`chaos.cluster.wire` speaks them.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import TYPE_CHECKING, Final
 
 from chaos.errors import FaultError
 from chaos.faults.base import Fault, FaultLog, Param
-from chaos.faults.targets import ActiveController
+from chaos.faults.targets import ActiveController, Target
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
@@ -201,3 +206,132 @@ class PreferredElection(_TopicOperation):
         self.note(
             "moved " + ", ".join(f"p{p}: {old} -> {new}" for p, (old, new) in sorted(self.moved.items()))
         )
+
+
+class ReassignReplicas(_TopicOperation):
+    """Move ``topic``-``partition`` to ``replicas`` (AlterPartitionReassignments; the first is the preferred
+    leader) and wait until exactly those replicas hold it, all in the ISR — the replicas copy the
+    partition meanwhile. ``revert`` (default): the heal moves it back to the replicas it had, and waits the
+    same way; else the heal only ends the window."""
+
+    kind = "reassign_replicas"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        topic: str,
+        partition: int,
+        replicas: tuple[int, ...],
+        revert: bool = True,
+        timeout_s: float = OPERATION_TIMEOUT_S,
+        log: FaultLog | None = None,
+    ) -> None:
+        if type(partition) is not int or partition < 0:
+            raise FaultError(f"ReassignReplicas: partition must be a partition number; got {partition!r}")
+        if (
+            not isinstance(replicas, tuple)
+            or not replicas
+            or len(set(replicas)) != len(replicas)
+            or not all(type(b) is int for b in replicas)
+        ):
+            raise FaultError(
+                f"ReassignReplicas: replicas must be a tuple of distinct broker ids (the first leads); "
+                f"got {replicas!r}"
+            )
+        for broker_id in replicas:
+            cluster.broker(broker_id)  # names the cluster's ids when one is not there
+        super().__init__(cluster, topic, timeout_s, log)
+        self.partition = partition
+        self.replicas = replicas
+        self.revert = revert
+        self.original: tuple[int, ...] | None = None
+
+    def params(self) -> dict[str, Param]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "replicas": self.replicas,
+            "revert": self.revert,
+        }
+
+    def _move(self, replicas: tuple[int, ...]) -> None:
+        from chaos.cluster.introspect import alter_reassignments
+
+        alter_reassignments(self.cluster, self.topic, {self.partition: replicas})
+        self._wait(
+            f"partition {self.partition} on replicas {list(replicas)}, all in the ISR",
+            lambda ps: any(
+                p.partition == self.partition
+                and set(p.replicas) == set(replicas)
+                and set(replicas) <= set(p.isr)
+                for p in ps
+            ),
+        )
+
+    def _inject(self) -> None:
+        state = next((p for p in self._partitions() if p.partition == self.partition), None)
+        if state is None:
+            raise FaultError(f"reassign_replicas: topic {self.topic} has no partition {self.partition}")
+        self.original = state.replicas
+        self._move(self.replicas)
+        self.note(f"p{self.partition}: replicas {list(state.replicas)} -> {list(self.replicas)}")
+
+    def _heal(self) -> None:
+        if not self.revert or self.original is None or self.original == self.replicas:
+            return
+        self._move(self.original)
+        self.note(f"p{self.partition}: replicas back to {list(self.original)}")
+
+
+class RemoveBroker(Fault):
+    """Take a broker out of the cluster: stop it (``docker stop``: a controlled shutdown moves its
+    leaderships), wait until the cluster fences it, then remove its registration (KRaft UnregisterBroker) —
+    what an operator does to decommission a node. Its partitions keep it in their replica lists (Kafka does
+    not move them by itself): they stay under-replicated. The heal starts the same container again; the
+    broker registers anew and catches up."""
+
+    kind = "remove_broker"
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        target: Target,
+        timeout_s: float = OPERATION_TIMEOUT_S,
+        restart_timeout_s: float = 90.0,
+        log: FaultLog | None = None,
+    ) -> None:
+        super().__init__(cluster, target, log)
+        self.timeout_s = timeout_s
+        self.restart_timeout_s = restart_timeout_s
+
+    def _registered(self) -> set[int]:
+        from chaos.cluster.introspect import registered_brokers
+
+        return registered_brokers(self.cluster)
+
+    def _until(self, what: str, done: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        while not done():
+            if time.monotonic() >= deadline:
+                raise FaultError(
+                    f"remove_broker on brokers {self.brokers}: {what} not seen in {self.timeout_s:.0f} s\n"
+                    "  fix: check the other brokers are up and the quorum has a leader"
+                )
+            time.sleep(_POLL_S)
+
+    def _inject(self) -> None:
+        from chaos.cluster.introspect import unregister_broker
+
+        (broker_id,) = self.brokers
+        self.cluster.broker(broker_id).docker.stop(timeout=30)
+        self._until(f"broker {broker_id} fenced", lambda: broker_id not in self._registered())
+        unregister_broker(self.cluster, broker_id)
+        self.note(f"broker {broker_id} stopped and unregistered")
+
+    def _heal(self) -> None:
+        (broker_id,) = self.brokers
+        if self.interrupted:
+            self.cluster.restart_broker(broker_id, self.restart_timeout_s, wait=False)
+            return
+        self.cluster.restart_broker(broker_id, self.restart_timeout_s)
+        self._until(f"broker {broker_id} registered again", lambda: broker_id in self._registered())

@@ -3,6 +3,10 @@
 - **partitions added mid-run**: a topic of 2 partitions grows to 4 while a producer writes and a member
   consumes, both refreshing metadata every second. The operation is in the history (inject and heal, target
   ``topic <name>``); the new partitions are written and read; the audit finds nothing lost or unseen.
+- **replicas reassigned**: partition 0 (2 replicas) moves to the third broker and one of its own, and back
+  (the heal), under acks=all load: nothing lost.
+- **a broker removed**: a follower of partition 0 is stopped and unregistered — gone from the metadata and
+  the ISR — and started again (the heal): it registers anew; under acks=all load nothing is lost.
 - **a preferred-leader election**: the leader of partition 0 is stopped (controlled shutdown moves its
   leaderships) and restarted, so another replica leads; the election under load moves leadership back to
   the preferred replica. With ``acks=all`` and idempotence nothing acknowledged is lost.
@@ -17,9 +21,10 @@ from collections.abc import Callable
 
 import pytest
 
-from chaos.faults.operations import AddPartitions, PreferredElection
+from chaos.cluster.introspect import registered_brokers
+from chaos.faults.operations import AddPartitions, PreferredElection, ReassignReplicas, RemoveBroker
 from chaos.faults.process import Stop
-from chaos.faults.targets import LeaderOf
+from chaos.faults.targets import FollowerOf, LeaderOf
 from chaos.history import FaultEvent, SendOutcome
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
 from chaos.workload import IDEMPOTENT
@@ -134,6 +139,99 @@ def test_a_preferred_election_under_load_moves_leadership_and_loses_nothing(
     assert faults_of(views.faults(events), "preferred_election") == [
         ("inject", f"topic {run.topic}"),
         ("heal", f"topic {run.topic}"),
+    ]
+    assert result.count("lost_acked") == 0
+    assert result.audit.verdict == "pass", result.audit.failed_by
+
+
+MOVE = Scenario(
+    scenario_id="replicas_reassigned_under_load",
+    case_id="X17",
+    title="A partition's replicas moved to another broker and back while an acks=all producer writes",
+    source=SOURCE,
+    symptom="reassigning replicas was done by hand, outside the history",
+    client=IDEMPOTENT,
+    guarantee="idempotent",
+    expected_verdict="pass",
+    variants=(Variant("move", "1 partition, 2 replicas: move to the third broker (preferred), then back"),),
+)
+
+
+def test_replicas_reassigned_under_load_and_back_lose_nothing(
+    scenario_run: Callable[..., ScenarioRun],
+) -> None:
+    with scenario_run(MOVE, "move") as run:
+        run.create_topic(partitions=1, replication_factor=2)
+        original = run.cluster.partition(run.topic, 0).replicas
+        (spare,) = {1, 2, 3} - set(original)
+        target = (spare, original[0])
+        run.member("consumer-0")
+        producer = run.producer(rate=100.0, duration_s=20.0)
+        run.wait_for("the group consuming", lambda ev: bool(views.deliveries(ev)), 30)
+        move = run.fault(ReassignReplicas, run.topic, 0, target)
+        with move:
+            during = run.cluster.partition(run.topic, 0)
+        after = run.cluster.partition(run.topic, 0)
+        assert producer.join().fail == 0
+        run.wait_caught_up(30)
+        result = run.finish()
+
+    print(
+        f"\n{original} -> {during.replicas} (leader {during.leader}) -> {after.replicas}; {result.summary()}"
+    )
+    assert set(during.replicas) == set(target)
+    assert set(after.replicas) == set(original)
+    events = list(result.events)
+    assert faults_of(views.faults(events), "reassign_replicas") == [
+        ("inject", f"topic {run.topic}"),
+        ("heal", f"topic {run.topic}"),
+    ]
+    assert result.count("lost_acked") == 0
+    assert result.audit.verdict == "pass", result.audit.failed_by
+
+
+REMOVE = Scenario(
+    scenario_id="broker_removed_under_load",
+    case_id="X17",
+    title="A broker stopped and unregistered, then started again, while an acks=all producer writes",
+    source=SOURCE,
+    symptom="taking a broker out of the cluster was done by hand, outside the history",
+    client=IDEMPOTENT,
+    guarantee="idempotent",
+    expected_verdict="pass",
+    variants=(Variant("remove", "3 partitions x 3 replicas; a follower of partition 0 removed, then back"),),
+)
+
+
+def test_a_broker_removed_under_load_and_back_loses_nothing(
+    scenario_run: Callable[..., ScenarioRun],
+) -> None:
+    with scenario_run(REMOVE, "remove") as run:
+        run.create_topic(partitions=3, replication_factor=3)
+        run.member("consumer-0")
+        producer = run.producer(rate=100.0, duration_s=25.0)
+        run.wait_for("the group consuming", lambda ev: bool(views.deliveries(ev)), 30)
+        remove = run.fault(RemoveBroker, FollowerOf(run.topic, 0))
+        with remove:
+            (gone,) = remove.brokers
+            out = registered_brokers(run.cluster)
+            isr = run.cluster.partition(run.topic, 0).isr
+        back = registered_brokers(run.cluster)
+        assert producer.join().fail == 0
+        run.wait_caught_up(30)
+        result = run.finish()
+
+    print(
+        f"\nbroker {gone} removed: registered {sorted(out)}, p0 ISR {isr}; back {sorted(back)}; "
+        f"{result.summary()}"
+    )
+    assert gone not in out
+    assert gone not in isr
+    assert gone in back
+    events = list(result.events)
+    assert faults_of(views.faults(events), "remove_broker") == [
+        ("inject", f"broker-{gone}"),
+        ("heal", f"broker-{gone}"),
     ]
     assert result.count("lost_acked") == 0
     assert result.audit.verdict == "pass", result.audit.failed_by

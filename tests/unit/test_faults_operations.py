@@ -8,7 +8,7 @@ import pytest
 
 from chaos.errors import FaultError
 from chaos.faults.base import FaultLog
-from chaos.faults.operations import AddPartitions, PreferredElection
+from chaos.faults.operations import AddPartitions, PreferredElection, ReassignReplicas
 from chaos.run.events import PartitionState
 
 
@@ -23,6 +23,11 @@ class TopicCluster:
 
     def describe_partitions(self, topics: list[str] | None = None, via: int | None = None) -> list[Any]:
         return [s for s in self.states if topics is None or s.topic in topics]
+
+    def broker(self, node_id: int) -> int:
+        if node_id not in (1, 2, 3):
+            raise FaultError(f"no broker {node_id}: this cluster has node ids 1..3")
+        return node_id
 
     def admin(self) -> Any:
         raise AssertionError("the operation must be refused before it asks the cluster for anything")
@@ -57,3 +62,26 @@ def test_an_operation_names_its_topic_and_no_broker() -> None:
 def test_adding_partitions_to_a_missing_topic_says_to_create_it() -> None:
     with pytest.raises(FaultError, match="does not exist"):
         AddPartitions(TopicCluster("t", 2), "u", 4, log=FaultLog()).inject()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("replicas", "says"),
+    [
+        ((), "tuple of distinct broker ids"),
+        ((1, 1), "tuple of distinct broker ids"),
+        ([1, 2], "tuple of distinct broker ids"),
+        ((1, 4), "no broker 4: this cluster has node ids 1..3"),
+    ],
+)
+def test_a_reassignment_wants_distinct_brokers_of_the_cluster(replicas: Any, says: str) -> None:
+    with pytest.raises(FaultError, match=says):
+        ReassignReplicas(TopicCluster("t", 2), "t", 0, replicas)  # type: ignore[arg-type]
+
+
+def test_a_reassignment_of_a_missing_partition_is_refused_before_the_cluster_is_asked() -> None:
+    log = FaultLog()
+    with pytest.raises(FaultError, match="has no partition 5"):
+        ReassignReplicas(TopicCluster("t", 2), "t", 5, (2, 3), log=log).inject()  # type: ignore[arg-type]
+    (record,) = log.records()
+    assert (record.kind, record.target) == ("reassign_replicas", "topic t")
+    assert dict(record.params) == {"topic": "t", "partition": 5, "replicas": (2, 3), "revert": True}
