@@ -7,7 +7,7 @@ classification and each worker.
 """
 
 from chaos.run.context import RunContext
-from chaos.workload.common import ClientLogBridge, Sink, generation_of, member_id_of
+from chaos.workload.common import ClientLogBridge, Sink, generation_of, member_fields, member_id_of
 from chaos.workload.consumer import (
     COMMIT_STRATEGIES,
     ChildProcess,
@@ -18,6 +18,8 @@ from chaos.workload.consumer import (
     Processing,
     ProcessMember,
     ThreadMember,
+    next_offsets,
+    rebalance_callbacks,
     run_member,
 )
 from chaos.workload.outcomes import Classified, classify_delivery_error, classify_produce_exception
@@ -106,9 +108,12 @@ __all__ = [
     "custom_profile",
     "drain",
     "generation_of",
+    "member_fields",
     "member_id_of",
+    "next_offsets",
     "producer_config",
     "profile",
+    "rebalance_callbacks",
     "run_member",
     "run_txn_producer",
     "run_txn_worker",
