@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from chaos.errors import PlanError
 from chaos.faults.base import Fault, FaultLog, Param
 from chaos.faults.network import IsolateFromQuorum, NetworkCut
+from chaos.faults.operations import RemoveBroker
 from chaos.faults.process import Crash, Pause, Stop
 from chaos.faults.targets import (
     ActiveController,
@@ -42,6 +43,7 @@ KINDS: tuple[str, ...] = (
     "reset_peer",
     "slicer",
     "limit_data",
+    "remove_broker",
 )
 _PATH_CHOICES: tuple[tuple[str, ...], ...] = (("ext",), ("int",), ("ctl",), ("ext", "int", "ctl"))
 
@@ -217,6 +219,7 @@ _BUILDERS: dict[str, type[Fault]] = {
     "reset_peer": ResetPeer,
     "slicer": Slicer,
     "limit_data": LimitData,
+    "remove_broker": RemoveBroker,
 }
 
 

@@ -26,14 +26,15 @@ def test_nemesis_runs_the_plan_and_heals(kafka_cluster: KafkaCluster, nemesis: N
             FaultStep(0.0, 1.0, "latency", 2, (("direction", "both"), ("ms", 200), ("paths", ("ext",)))),
             FaultStep(1.5, 1.0, "pause", ActiveController()),
             FaultStep(3.0, 1.0, "refuse", 1, (("paths", ("ext",)),)),
+            FaultStep(4.5, 1.0, "remove_broker", 3),
         ),
     )
     before = len(DEFAULT_LOG.records())
     nemesis.start(Plan.from_json(plan.to_json()))
-    assert nemesis.wait(60)
+    assert nemesis.wait(120)
     assert nemesis.errors == []
     records = DEFAULT_LOG.records()[before:]
-    assert [r.kind for r in records] == ["latency", "pause", "refuse"]
+    assert [r.kind for r in records] == ["latency", "pause", "refuse", "remove_broker"]
     assert all(r.healed_at is not None and r.error is None for r in records)
     assert records[1].brokers[0] in {1, 2, 3}
     for broker in kafka_cluster.brokers:
