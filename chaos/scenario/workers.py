@@ -134,13 +134,16 @@ class RunWorkers:
         overrides: Mapping[str, Any] | None = None,
         client: ClientProfile | None = None,
         flush_timeout_s: float = 30.0,
+        abort_rate: float = 0.0,
+        abort_txns: tuple[int, ...] = (),
     ) -> TransactionalProducer:
         """Start a transactional producer (:mod:`chaos.workload.txn_producer`) in a child process: the
         producer's sends in transactions of ``txn_size``, every transaction's begin and end recorded, so the
         audit judges each send by its transaction. ``client``: a transactional client profile when the
         variant's is not (default: the variant's). ``crash_in_txn`` / ``freeze_in_txn``: the transaction in
         which it SIGKILLs / SIGSTOPs itself (``resume()`` thaws it). The run stops it when it ends (unless
-        it was killed); ``wait()``, ``stop()``, ``crash()``, ``pause()`` / ``resume()`` are the caller's."""
+        it was killed); ``wait()``, ``stop()``, ``crash()``, ``pause()`` / ``resume()`` are the caller's.
+        ``abort_rate`` / ``abort_txns``: transactions aborted on purpose (drawn from the run's seed)."""
         spec = TxnProducerSpec(
             name=name,
             txn_size=txn_size,
@@ -149,6 +152,9 @@ class RunWorkers:
             duration_s=duration_s if duration_s is not None or count is not None else 30.0,
             crash_in_txn=crash_in_txn,
             freeze_in_txn=freeze_in_txn,
+            abort_rate=abort_rate,
+            abort_txns=abort_txns,
+            abort_seed=self.context.seed or 0,
             flush_timeout_s=flush_timeout_s,
             overrides=tuple((overrides or {}).items()),
         )

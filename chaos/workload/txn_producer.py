@@ -23,12 +23,15 @@ were flushed (acknowledged, in the log) and before the commit, each announced fi
 (facility ``TXN_CRASH`` / ``TXN_FREEZE``). The transaction stays open until a new instance of the
 ``transactional.id`` calls ``init_transactions()`` (which aborts it) or the coordinator aborts it after
 ``transaction.timeout.ms``; until then no read_committed consumer reads past its first record.
+``abort_txns`` / ``abort_rate`` abort transactions on purpose instead of committing them (after the flush,
+announced by a ``TXN_ABORT`` client log line, then an ``abort`` marker).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import random
 import signal
 import sys
 import threading
@@ -66,8 +69,20 @@ class TxnProducerSpec(ProducerSpec):
     another name with the old one's id fences the old one. ``api_timeout_s``: the timeout of each
     transactional call (``None``: the time profile's API timeout). ``crash_in_txn`` / ``freeze_in_txn``: the
     transaction (1 = the first) inside which the process SIGKILLs / SIGSTOPs itself, after the flush, before
-    the commit; a frozen one waits for its parent's ``resume()``.
+    the commit; a frozen one waits for its parent's ``resume()``. Deliberate aborts: the transactions
+    numbered in ``abort_txns``, and each other one with probability ``abort_rate`` (drawn from
+    ``abort_seed`` and the transaction's number: the same seed aborts the same transactions), are aborted
+    after their sends were flushed instead of committed.
     """
+
+    def aborts(self, transaction: int) -> bool:
+        """Whether ``transaction`` (1 = the first) is aborted on purpose."""
+        if transaction in self.abort_txns:
+            return True
+        return (
+            self.abort_rate > 0
+            and random.Random(f"{self.abort_seed}/{transaction}").random() < self.abort_rate
+        )
 
     rate: float | None = 100.0
     duration_s: float | None = 30.0
@@ -75,6 +90,9 @@ class TxnProducerSpec(ProducerSpec):
     api_timeout_s: float | None = None
     crash_in_txn: int | None = None
     freeze_in_txn: int | None = None
+    abort_rate: float = 0.0
+    abort_txns: tuple[int, ...] = ()
+    abort_seed: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -102,6 +120,20 @@ class TxnProducerSpec(ProducerSpec):
                     f"{owner}.{field}={number}: count={self.count} in transactions of txn_size="
                     f"{self.txn_size} makes only {transactions}; lower {field} or raise count"
                 )
+        if type(self.abort_rate) not in (int, float) or not 0.0 <= self.abort_rate < 1.0:
+            raise ConfigError(
+                f"{owner}.abort_rate: expected the share of transactions to abort on purpose, 0 <= rate < 1; "
+                f"got {self.abort_rate!r}"
+            )
+        txns = tuple(self.abort_txns) if isinstance(self.abort_txns, (list, tuple)) else None
+        if txns is None or not all(type(n) is int and n >= 1 for n in txns):
+            raise ConfigError(
+                f"{owner}.abort_txns: expected transaction numbers >= 1 (1 = the first) to abort on purpose; "
+                f"got {self.abort_txns!r}"
+            )
+        object.__setattr__(self, "abort_txns", txns)
+        if type(self.abort_seed) is not int:
+            raise ConfigError(f"{owner}.abort_seed: expected an int; got {self.abort_seed!r}")
         if self.crash_in_txn is not None and self.crash_in_txn == self.freeze_in_txn:
             raise ConfigError(
                 f"{owner}: crash_in_txn and freeze_in_txn both name transaction {self.crash_in_txn}; "
@@ -173,7 +205,10 @@ def run_txn_producer(context: RunContext, spec: TxnProducerSpec, stop: threading
             producer.flush(spec.flush_timeout_s)  # every send of the transaction reported: in the log
             _halt_if_asked(context, spec, begun, len(value_ids))
             try:
-                if end_transaction(producer, timeout, marker, value_ids):
+                if spec.aborts(begun):
+                    _abort_on_purpose(context, spec, producer, timeout, marker, begun, value_ids)
+                    aborted += 1
+                elif end_transaction(producer, timeout, marker, value_ids):
                     committed += 1
                 else:
                     aborted += 1
@@ -206,6 +241,31 @@ def _halt_if_asked(context: RunContext, spec: TxnProducerSpec, transaction: int,
             )
         )
         _signal_self(signum)
+
+
+def _abort_on_purpose(
+    context: RunContext,
+    spec: TxnProducerSpec,
+    producer: Producer,
+    timeout: float,
+    marker: TxnMarkers,
+    transaction: int,
+    value_ids: list[str],
+) -> None:
+    """Abort ``transaction`` instead of committing it: announced (facility ``TXN_ABORT``), then an ``abort``
+    marker listing its values. A failed abort raises (recorded by the caller as an ``abort`` of outcome
+    ``info``)."""
+    context.sink(
+        ClientLog(
+            run_id=context.run_id,
+            process=spec.name,
+            level="notice",
+            facility="TXN_ABORT",
+            message=f"aborting transaction {transaction} on purpose: its {len(value_ids)} sends flushed",
+        )
+    )
+    producer.abort_transaction(timeout)
+    marker("abort", "ok", value_ids)
 
 
 def _signal_self(signum: int) -> None:

@@ -56,6 +56,10 @@ def spec(**options: Any) -> TxnProducerSpec:
         ({"count": None, "duration_s": None}, r"TxnProducerSpec: set count or duration_s"),
         ({"name": "bad name"}, r"TxnProducerSpec\.name"),
         ({"overrides": (("on_delivery", "x"),)}, r"set by the workload itself"),
+        ({"abort_rate": 1.0}, r"abort_rate: expected the share of transactions to abort on purpose"),
+        ({"abort_rate": -0.1}, r"abort_rate"),
+        ({"abort_txns": (0,)}, r"abort_txns: expected transaction numbers >= 1"),
+        ({"abort_txns": 3}, r"abort_txns"),
     ],
 )
 def test_spec_refuses_bad_values_naming_the_field(options: dict[str, Any], message: str) -> None:
@@ -225,6 +229,29 @@ def test_an_abortable_commit_is_aborted_and_the_next_transaction_sends_new_value
     assert (end.action, end.outcome, end.error, end.value_ids) == ("abort", "ok", "_STATE", ids(0, 1, 2))
     assert (commit.action, commit.outcome, commit.value_ids) == ("commit", "ok", ids(3, 4, 5))
     assert fake.calls.count("abort") == 1
+
+
+def test_a_transaction_aborted_on_purpose_is_announced_then_aborted_after_its_flush(
+    fake: FakeProducer,
+) -> None:
+    events: list[Event] = []
+    stats = run(events, spec(abort_txns=(1,)))
+    assert stats == TxnProducerStats(transactions=2, committed=1, aborted=1)
+    _, end, _, commit = markers(events)
+    assert (end.action, end.outcome, end.error, end.value_ids) == ("abort", "ok", None, ids(0, 1, 2))
+    assert (commit.action, commit.value_ids) == ("commit", ids(3, 4, 5))
+    assert fake.calls.count("abort") == 1
+    assert fake.calls.index("flush") < fake.calls.index("abort")
+    order = sequence(events)
+    assert order.index("log:TXN_ABORT") == order.index("ok:2") + 1
+
+
+def test_the_deliberate_aborts_drawn_from_a_seed_are_the_same_every_time() -> None:
+    drawn = [n for n in range(1, 1001) if spec(abort_rate=0.1, abort_seed=5).aborts(n)]
+    assert drawn == [n for n in range(1, 1001) if spec(abort_rate=0.1, abort_seed=5).aborts(n)]
+    assert 60 <= len(drawn) <= 140  # about 10 % of 1000
+    assert drawn != [n for n in range(1, 1001) if spec(abort_rate=0.1, abort_seed=6).aborts(n)]
+    assert not any(spec().aborts(n) for n in range(1, 1001))
 
 
 def test_a_retriable_commit_error_is_retried(fake: FakeProducer) -> None:
