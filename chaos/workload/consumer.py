@@ -230,7 +230,7 @@ def next_offsets(messages: Sequence[Message]) -> list[TopicPartition]:
 
 
 def rebalance_callbacks(
-    sink: Sink, fields: Callable[[], dict[str, Any]], after_assign: Callable[[], None] | None = None
+    sink: Sink, fields: Callable[[], dict[str, Any]], after_assign: Callable[[], object] | None = None
 ) -> dict[str, Callable[[Consumer, list[TopicPartition]], None]]:
     """``on_assign`` / ``on_revoke`` / ``on_lost`` for ``subscribe()``, each recording a Rebalance event.
 

@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -60,6 +60,7 @@ from chaos.workload.common import (
 )
 from chaos.workload.consumer import (
     ChildProcess,
+    Processing,
     commit_sync,
     next_offsets,
     partition_offsets,
@@ -78,7 +79,9 @@ class TxnWorkerSpec:
     needs a transactional one (e.g. ``TRANSACTIONAL``), ``transactional=False`` (the at-least-once
     transform) a non-transactional one — with ``consumer_overrides`` / ``producer_overrides`` on top.
     ``transactional.id`` is ``chaos-<name>``: a restart under the same name fences the previous instance.
-    ``api_timeout_s`` ``None`` is the time profile's API timeout."""
+    ``api_timeout_s`` ``None`` is the time profile's API timeout. ``processing``: the injected processing
+    cost, as a group member's — per record and per batch inside the open transaction, and in
+    ``on_assign``."""
 
     name: str
     input_topic: str
@@ -91,8 +94,11 @@ class TxnWorkerSpec:
     transactional: bool = True
     consumer_overrides: ConfigItems = ()
     producer_overrides: ConfigItems = ()
+    processing: Processing = field(default_factory=Processing)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.processing, Processing):
+            raise ConfigError(f"TxnWorkerSpec.processing: expected a Processing; got {self.processing!r}")
         if not isinstance(self.name, str) or re.fullmatch(NAME_PATTERN, self.name) is None:
             raise ConfigError(f"TxnWorkerSpec.name: expected [A-Za-z0-9_.-]{{1,128}}; got {self.name!r}")
         if not self.input_topic or (self.output_topic is not None and not self.output_topic):
@@ -170,7 +176,7 @@ class TxnWorkerSpec:
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> TxnWorkerSpec:
-        return cls(**data)
+        return cls(**{**data, "processing": Processing(**data.get("processing", {}))})
 
 
 def _rewind(consumer: Consumer, timeout_s: float) -> None:
@@ -207,9 +213,10 @@ def run_txn_worker(context: RunContext, spec: TxnWorkerSpec, stop: threading.Eve
     committed = 0
     txns = 0
     try:
+        slow_assign = spec.processing.on_assign_s
         consumer.subscribe(
             [spec.input_topic],
-            **rebalance_callbacks(sink, common),
+            **rebalance_callbacks(sink, common, (lambda: stop.wait(slow_assign)) if slow_assign else None),
         )
         deadline = started + spec.duration_s
         while not stop.is_set() and time.monotonic() < deadline:
@@ -239,6 +246,10 @@ def run_txn_worker(context: RunContext, spec: TxnWorkerSpec, stop: threading.Eve
                 producer.produce(output, value=msg.value(), key=raw_key)
                 if vid is not None:
                     value_ids.append(vid)
+                if spec.processing.per_record_s:
+                    stop.wait(spec.processing.per_record_s)
+            if spec.processing.per_batch_s:
+                stop.wait(spec.processing.per_batch_s)
             if spec.crash_in_txn == txns:
                 producer.flush(timeout)  # the records are in the log, the transaction is open
                 os.kill(os.getpid(), signal.SIGKILL)

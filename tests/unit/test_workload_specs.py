@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import threading
@@ -79,6 +80,8 @@ def test_txn_worker_spec_derives_a_stable_transactional_id_and_read_committed() 
     assert consumer["session.timeout.ms"] == 6000
     assert int(producer["message.timeout.ms"]) <= int(producer["transaction.timeout.ms"])
     assert TxnWorkerSpec.from_data(built.to_data()) == built
+    slow = spec(processing=Processing(per_record_s=0.01, per_batch_s=0.5, on_assign_s=2.0))
+    assert TxnWorkerSpec.from_data(json.loads(json.dumps(slow.to_data()))) == slow  # as the child reads it
     plain = spec(transactional=False).producer_settings(context(client=IDEMPOTENT))
     assert "transactional.id" not in plain
 
@@ -94,6 +97,8 @@ def test_txn_worker_spec_refuses_a_mismatched_profile_and_bad_values() -> None:
         spec(batch_size=0)
     with pytest.raises(ConfigError, match="set by the workload itself"):
         spec(consumer_overrides=(("on_commit", "x"),))
+    with pytest.raises(ConfigError, match=r"TxnWorkerSpec\.processing: expected a Processing"):
+        spec(processing={"per_record_s": 1.0})
 
 
 class EchoChild(ChildProcess):
