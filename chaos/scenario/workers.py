@@ -15,12 +15,15 @@ from typing import Any, Final
 
 from chaos.scenario.model import ScenarioError
 from chaos.workload import (
+    Checkpoint,
     ClientProfile,
     ClusterSampler,
     CommitStrategy,
     DeliveryPoint,
     MemberSpec,
     Processing,
+    ProcessProducer,
+    ProcessProducerSpec,
     ProducerSpec,
     ProducerWorker,
     RestoreReader,
@@ -119,6 +122,39 @@ class RunWorkers:
         )
         worker = ProducerWorker(self.context, spec)
         self.on_close(lambda: _quiet(lambda: worker.stop(hasty=self.interrupting)))
+        return worker.start()
+
+    def process_producer(
+        self,
+        name: str = "producer-0",
+        *,
+        count: int | None = None,
+        rate: float | None = 100.0,
+        duration_s: float | None = None,
+        checkpoint: Checkpoint = "ack",
+        overrides: Sequence[tuple[str, Any]] = (),
+        flush_timeout_s: float = 30.0,
+    ) -> ProcessProducer:
+        """Start a producer in a child process (:mod:`chaos.workload.producer_process`) that checkpoints what
+        it considers sent (``checkpoint``: the last ack or the last send) in the run's directory: ``crash()``
+        SIGKILLs it, ``start()`` again resumes at the checkpoint, ``pause()`` / ``resume()`` freeze it. The
+        run stops it when it ends (unless it was killed)."""
+        spec = ProcessProducerSpec(
+            name=name,
+            rate=rate,
+            count=count,
+            duration_s=duration_s if duration_s is not None or count is not None else 30.0,
+            checkpoint=checkpoint,
+            flush_timeout_s=flush_timeout_s,
+            overrides=tuple(overrides),
+        )
+        worker = ProcessProducer(self.context, spec)
+
+        def close() -> None:
+            if worker.running:
+                worker.stop()
+
+        self.on_close(close)
         return worker.start()
 
     def txn_producer(

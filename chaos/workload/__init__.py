@@ -24,6 +24,7 @@ from chaos.workload.consumer import (
 )
 from chaos.workload.outcomes import Classified, classify_delivery_error, classify_produce_exception
 from chaos.workload.producer import ProducerSpec, ProducerStats, ProducerWorker
+from chaos.workload.producer_process import Checkpoint, ProcessProducer, ProcessProducerSpec
 from chaos.workload.profiles import (
     ACKS1,
     AT_LEAST_ONCE,
@@ -72,6 +73,7 @@ __all__ = [
     "THROUGHPUT_CONSUMER",
     "THROUGHPUT_PRODUCER",
     "TRANSACTIONAL",
+    "Checkpoint",
     "ChildProcess",
     "Classified",
     "ClientLogBridge",
@@ -84,6 +86,8 @@ __all__ = [
     "Guarantee",
     "MemberSpec",
     "ProcessMember",
+    "ProcessProducer",
+    "ProcessProducerSpec",
     "Processing",
     "ProducerSpec",
     "ProducerStats",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -92,9 +93,10 @@ class Pacer:
     """When a producer's next send is due: ``spec.rate`` sends/s from construction, until ``spec.count``
     sends, ``spec.duration_s`` seconds, or a stop."""
 
-    def __init__(self, spec: ProducerSpec, stop: threading.Event) -> None:
+    def __init__(self, spec: ProducerSpec, stop: threading.Event, *, start: int = 0) -> None:
         self.started = time.monotonic()
-        self.seq = 0  # the next send's sequence number
+        self.seq = start  # the next send's sequence number (a restarted producer resumes at its checkpoint)
+        self._start = start
         self._deadline = self.started + spec.duration_s if spec.duration_s is not None else float("inf")
         self._count = spec.count if spec.count is not None else 2**62
         self._interval = 1.0 / spec.rate if spec.rate else 0.0
@@ -107,7 +109,7 @@ class Pacer:
             if now >= self._deadline:
                 return False
             if self._interval:
-                due = self.started + self.seq * self._interval
+                due = self.started + (self.seq - self._start) * self._interval
                 if due > now + 0.001:
                     producer.poll(min(due - now, self._deadline - now, 0.1))
                     continue
@@ -126,7 +128,16 @@ class SendRecorder:
     exactly one :class:`SendOutcome` per value (delivery report, synchronous error, or ``info`` when
     :meth:`close` finds it silent). ``process`` is both the events' process and the values' producer."""
 
-    def __init__(self, context: RunContext, process: str, topic: str, keys: int) -> None:
+    def __init__(
+        self,
+        context: RunContext,
+        process: str,
+        topic: str,
+        keys: int,
+        on_ack: Callable[[int], None] | None = None,
+    ) -> None:
+        """``on_ack(seq)``: called with each acknowledged value's sequence number (a checkpoint)."""
+        self._on_ack = on_ack
         self.process = process
         self.topic = topic
         self._keys = keys
@@ -243,6 +254,8 @@ class SendRecorder:
         with self._lock:
             self._counts[kind] += 1
         self._sink(outcome)
+        if kind == "ok" and self._on_ack is not None:
+            self._on_ack(int(vid.rpartition(":")[2]))
 
     def close(self, producer: Producer, flush_timeout_s: float) -> None:
         """Flush with a timeout; purge what is left so it reports; record anything still silent as info."""
