@@ -25,12 +25,29 @@ ANOMALIES: Final[tuple[str, ...]] = (
     "duplicate_in_log",
     "duplicate_delivery_after_rebalance",
     "duplicate_delivery_other",
+    "poll_skip",
+    "nonmonotonic_poll",
     "reordered",
+    "nonmonotonic_send",
     "inconsistent_offsets",
     "aborted_read",
+    "precommitted_read",
     "unexpected",
 )
 """Every anomaly name, in report order."""
+
+JEPSEN_ORDER_CHECKS: Final[tuple[str, ...]] = (
+    "poll_skip",
+    "nonmonotonic_poll",
+    "nonmonotonic_send",
+    "precommitted_read",
+)
+"""The anomalies named after Jepsen's Kafka checker's order checks (docs/audit.md, "Order checks"): an
+``audit.json`` written before they were checked reads them as not found."""
+
+RESET_OPERATIONS: Final = frozenset({"seek"})
+"""``probe_call`` operations that move a consumer's position, like a rebalance callback (docs/audit.md,
+"Order checks")."""
 
 TxnState = Literal["committed", "aborted", "indeterminate"]
 TxnRecorded = Literal["committed", "aborted", "fenced", "unknown"]

@@ -18,6 +18,7 @@ from chaos.audit.model import (
     DEFAULT_OPTIONS,
     ISOLATION_LEVELS,
     PERCENTILES,
+    RESET_OPERATIONS,
     AnomalyReport,
     AuditFacts,
     AuditOptions,
@@ -48,6 +49,7 @@ from chaos.history.events import (
     DrainRead,
     Event,
     FaultEvent,
+    ProbeCall,
     Rebalance,
     SendInvoke,
     SendOutcome,
@@ -121,6 +123,7 @@ def reference_audit(
     answers: dict[str, list[tuple[int, SendOutcome]]] = defaultdict(list)
     deliveries: list[tuple[int, Delivery]] = []
     rebalances: list[int] = []
+    resets: dict[str, list[int]] = defaultdict(list)  # process -> its rebalance callbacks and seeks
     leaves: list[tuple[int, Rebalance]] = []
     group_monos: list[float] = []  # deliveries, commits, rebalances: the group's last event ends a stall
     drain_reads: list[DrainRead] = []
@@ -139,6 +142,7 @@ def reference_audit(
             group_monos.append(e.mono)
         elif isinstance(e, Rebalance):
             rebalances.append(index)
+            resets[e.process].append(index)
             group_monos.append(e.mono)
             if e.action != "assign":
                 leaves.append((index, e))
@@ -152,6 +156,8 @@ def reference_audit(
             faults.append(e)
         elif isinstance(e, TxnMarker):
             markers.append((index, e))
+        elif isinstance(e, ProbeCall) and e.operation in RESET_OPERATIONS:
+            resets[e.process].append(index)
 
     log_records = list(log or ())
     txn = _transactions(sends, answers, markers, log_records, drain_last, options.group_isolation, deliveries)
@@ -280,6 +286,19 @@ def reference_audit(
         if v is None or v not in invokes:
             found["unexpected"].append(Example(v, topic, partition, offset, None))
 
+    # Jepsen's order checks (docs/audit.md, "Order checks")
+    level = options.group_isolation
+    visible = {(r.topic, r.partition, r.offset) for r in log_records if r.isolation == level}
+    skips, back = _poll_order(deliveries, txn.rolled_back, resets, visible)
+    found["poll_skip"] += skips
+    found["nonmonotonic_poll"] += back
+    found["nonmonotonic_send"] += _send_order(sends, answers)
+    if group_committed:
+        for _, d in deliveries:
+            until = txn.uncommitted_until.get((d.value_id, d.topic, d.partition, d.offset))
+            if until is not None and d.mono < until:
+                found["precommitted_read"].append(Example(d.value_id, d.topic, d.partition, d.offset, d.ts))
+
     n = options.max_examples
     anomalies = tuple((name, make_report(found[name], len(found[name]), n)) for name in ANOMALIES)
     totals = Totals(
@@ -311,6 +330,9 @@ class _Transactions:
     committed_drain: dict[tuple[str, int], DrainEnd]
     available: list[Available]  # every send's record as it became readable by the group
     rolled_back: set[int]  # indices of deliveries made inside an aborted attempt of their own process
+    # (value, ack position) of a send made in an attempt -> the mono of that attempt's last send_invoke:
+    # its producer had not asked to commit before then
+    uncommitted_until: dict[tuple[str | None, str, int, int], float]
 
     def observed_aborted(self, v: str, topic: str, partition: int, offset: int) -> bool:
         """v's record at that position was read only at read_uncommitted, and the read_committed drain of
@@ -364,6 +386,7 @@ def _transactions(
         committed_drain={(t, p): end for (t, p, level), end in drain_last.items() if level == RC},
         available=[],
         rolled_back=set(),
+        uncommitted_until={},
     )
     attempts = txn_attempts(
         (i, m.process, m.transactional_id, m.action, m.outcome, m.error) for i, m in markers
@@ -383,6 +406,7 @@ def _transactions(
         begin, close, att = of_process[at]
         return att if begin < index and (close is None or index < close) else None
 
+    last_send: dict[int, float] = {}  # attempt -> the mono of its last send_invoke
     first_index: dict[str, int] = {}
     pairs: dict[str, list[_Pair]] = {}
     for v, made in sends.items():  # the k-th outcome of a value answers its k-th invoke
@@ -391,6 +415,16 @@ def _transactions(
             _Pair(e.topic, attempt_of(index, e.process), given[k] if k < len(given) else None)
             for k, (index, e) in enumerate(made)
         ]
+        for pair, (_, e) in zip(pairs[v], made, strict=True):
+            if pair.att is not None:
+                last_send[pair.att] = max(last_send.get(pair.att, e.mono), e.mono)
+    for v, of_value in pairs.items():
+        for pair in of_value:
+            ack_at = pair.ack_at()
+            if pair.att is not None and ack_at is not None:
+                key = (v, *ack_at)
+                until = last_send[pair.att]
+                view.uncommitted_until[key] = max(view.uncommitted_until.get(key, until), until)
     seen_committed: set[int] = set()
     seen_aborted: set[int] = set()
     for v, of_value in pairs.items():
@@ -470,6 +504,68 @@ def _transactions(
         if all(s != "committed" for _, s in ends) and max(ends)[1] == "aborted"
     )
     return view
+
+
+def _poll_order(
+    deliveries: list[tuple[int, Delivery]],
+    rolled_back: set[int],
+    resets: dict[str, list[int]],
+    visible: set[Position],
+) -> tuple[list[Example], list[Example]]:
+    """``poll_skip`` and ``nonmonotonic_poll``: each consumer's (``process``, ``member``) successive
+    deliveries of one partition, rolled-back ones left out, unless a rebalance callback or a seek of its
+    process was recorded between them. The later one is an instance when its offset is at or below the
+    previous one's (nonmonotonic), or when a record visible at the group's isolation level lies strictly
+    between the two (a skip)."""
+    offsets: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for topic, partition, offset in sorted(visible):
+        offsets[(topic, partition)].append(offset)
+    last: dict[tuple[str, str | None, str, int], tuple[int, int]] = {}  # -> (index, offset)
+    skips: list[Example] = []
+    back: list[Example] = []
+    for index, d in deliveries:
+        if index in rolled_back:
+            continue
+        consumer = (d.process, d.member, d.topic, d.partition)
+        previous = last.get(consumer)
+        last[consumer] = (index, d.offset)
+        if previous is None:
+            continue
+        p_index, p_offset = previous
+        marks = resets.get(d.process, [])
+        at = bisect.bisect_right(marks, p_index)
+        if at < len(marks) and marks[at] < index:
+            continue  # its position moved legitimately in between
+        example = Example(d.value_id, d.topic, d.partition, d.offset, d.ts)
+        if d.offset <= p_offset:
+            back.append(example)
+            continue
+        of_partition = offsets.get((d.topic, d.partition), [])
+        after = bisect.bisect_right(of_partition, p_offset)
+        if after < len(of_partition) and of_partition[after] < d.offset:
+            skips.append(example)
+    return skips, back
+
+
+def _send_order(
+    sends: dict[str, list[tuple[int, SendInvoke]]], answers: dict[str, list[tuple[int, SendOutcome]]]
+) -> list[Example]:
+    """``nonmonotonic_send``: per producer and partition, its sends acknowledged with an offset, in invoke
+    order (the k-th outcome of a value answers its k-th invoke); a send acked at or below the previous
+    one's offset is an instance (its value, ack position and outcome ts)."""
+    acked: dict[tuple[str, str, int], list[tuple[int, int, str, float]]] = defaultdict(list)
+    for v, made in sends.items():
+        given = answers.get(v, [])
+        for (index, e), (_, out) in zip(made, given, strict=False):
+            if out.outcome == "ok" and out.partition is not None and out.offset is not None:
+                acked[(e.producer, e.topic, out.partition)].append((index, out.offset, v, out.ts))
+    found = []
+    for (_, topic, partition), of_partition in acked.items():
+        of_partition.sort()
+        for (_, previous, _, _), (_, offset, v, ts) in itertools.pairwise(of_partition):
+            if offset <= previous:
+                found.append(Example(v, topic, partition, offset, ts))
+    return found
 
 
 def _e2e_samples(

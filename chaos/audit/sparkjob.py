@@ -31,10 +31,12 @@ run; the revoke / lost callbacks), no Python UDFs:
    invoke with its outcome and looks its ack position up in the value's log reads; what the log shows of
    each attempt is collected (:func:`_attempt_states`, one row per attempt) and joins back before the
    statuses and aborted reads are decided (:func:`_emitted`, same sort).
-2. **Per check** (:func:`_parts`). The reorder chains (window by producer, key and partition) and the
-   observed positions (inconsistent offsets: a distinct and a count, both hash aggregates) each shuffle
-   only their rows; totals are summed with map-side partial aggregation; instances are counted and the
-   first N kept per anomaly.
+2. **Per check** (:func:`_parts`). The reorder chains and each producer's acks per partition
+   (``reordered`` and ``nonmonotonic_send``: one window, :func:`_send_chains`) and the observed positions
+   (inconsistent offsets: a distinct and a count, both hash aggregates) each shuffle only their rows; the
+   poll checks (:func:`_poll_order`) walk each consumer's deliveries of a partition and read the log only
+   for the few pairs more than one offset apart; totals are summed with map-side partial aggregation;
+   instances are counted and the first N kept per anomaly.
 3. **Availability** (:func:`_availability`) reads the acks (scanned once and kept in memory, as are the
    history's few control events: rebalances, faults, drain ends, transaction markers): the longest gap
    between acks is found inside one-second buckets and across bucket edges (no single-task sort of every
@@ -70,6 +72,7 @@ from chaos.audit.model import (
     ANOMALIES,
     DEFAULT_OPTIONS,
     PERCENTILES,
+    RESET_OPERATIONS,
     AuditFacts,
     AuditOptions,
     Availability,
@@ -124,6 +127,7 @@ HISTORY_COLUMNS: Final[tuple[str, ...]] = (
     "value_ids",
     "member",
     "partitions",
+    "operation",
 )
 """The history columns the job reads."""
 
@@ -199,16 +203,17 @@ def spark_audit(
     with _cancelled_after(spark.sparkContext, timeout_s):
         try:
             # each is one scan of the history, then read from memory by several parts
-            control = hold(h.where(F.col("kind").isin(*_CONTROL_KINDS)))  # few rows
+            kind = F.col("kind")
+            seek = (kind == "probe_call") & F.col("operation").isin(*sorted(RESET_OPERATIONS))
+            control = hold(h.where(kind.isin(*_CONTROL_KINDS) | seek))  # few rows; seeks move a consumer
             acks = hold(
                 h.where((F.col("kind") == "send_outcome") & (F.col("outcome") == "ok")).select(
                     "run_id", "mono", "latency_ms"
                 )
             )
+            delivery_columns = ("run_id", "topic", "partition", "offset", "mono", "index", "process")
             deliveries = hold(
-                h.where(F.col("kind") == "delivery").select(
-                    "run_id", "topic", "partition", "offset", "mono", "index", "process", "member"
-                )
+                h.where(F.col("kind") == "delivery").select(*delivery_columns, "member", "value_id", "ts")
             )
             # about one row per value; four consumers read it, each shuffling only what it needs
             attempts, commits = _txn_attempts(F, control)
@@ -230,7 +235,11 @@ def spark_audit(
             windows = hold(_fault_windows(F, control))  # small; read by three parts
             bounds = _group_bounds(F, control, deliveries)
             by_part: dict[str, list[Any]] = defaultdict(list)
-            parts = _parts(F, Window, h, control, acks, deliveries, per_value, windows, bounds, options)
+            spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
+            polls = _poll_order(F, Window, control, deliveries, log, per_value, options, hold, spans=spans)
+            parts = _parts(
+                F, Window, h, control, acks, deliveries, per_value, windows, bounds, options, polls
+            )
             for row in parts.collect():
                 by_part[row.part].append(row)
             leaves = _leaves(F, control)
@@ -288,23 +297,12 @@ def _parts(
     windows: DataFrame,
     bounds: dict[str, tuple[float, float]],
     options: AuditOptions,
+    polls: DataFrame | None = None,
 ) -> DataFrame:
-    """The union of every small per-run part the driver collects (column ``part`` names each)."""
+    """The union of every small per-run part the driver collects (column ``part`` names each); ``polls``:
+    the poll-order instances (:func:`_poll_order`)."""
     kind = F.col("kind")
-    # reordering: per (producer, key, topic, partition), values by their first offset there
-    # each window leads with a hash of its partition key: the sort then compares longs, not strings
-    link = ("run_id", "producer", "key", "ch_topic", "ch_partition")
-    chain = Window.partitionBy("chain", *link).orderBy("ch_offset", "seq", "value_id")
-    reordered = (
-        per_value.where(F.col("ch_topic").isNotNull())
-        .withColumn("chain", F.xxhash64(*link))
-        .select("run_id", "value_id", "producer", "key", "ch_topic", "ch_partition", "ch_offset", "seq",
-                "send_ts", F.lag("seq").over(chain).alias("prev_seq"))
-        .where(F.col("seq") < F.col("prev_seq"))
-        .select(F.lit("reordered").alias("anomaly"), "run_id", "value_id", F.col("ch_topic").alias("topic"),
-                F.col("ch_partition").alias("partition"), F.col("ch_offset").alias("offset"),
-                F.col("send_ts").alias("ts"))
-    )  # fmt: skip
+    ordered_sends = _send_chains(F, Window, per_value)
     # inconsistent offsets: a position observed holding two or more values (a foreign payload is one)
     place = ["place", "run_id", "topic", "partition", "offset"]
     observed = per_value.where(F.col("pos_topic").isNotNull()).select(
@@ -335,9 +333,11 @@ def _parts(
     instances = (
         per_value.where(F.col("instances").isNotNull())
         .select("run_id", F.inline("instances"))
-        .unionByName(reordered)
+        .unionByName(ordered_sends)
         .unionByName(inconsistent)
     )
+    if polls is not None:
+        instances = instances.unionByName(polls)
     per_anomaly = Window.partitionBy("run_id", "anomaly")
     ordered = per_anomaly.orderBy(*(F.col(c).asc_nulls_first() for c in _EXAMPLE_COLUMNS))
     examples = (
@@ -369,6 +369,130 @@ def _parts(
     return union
 
 
+def _send_chains(F: Any, Window: Any, per_value: DataFrame) -> DataFrame:
+    """``reordered`` and ``nonmonotonic_send`` instances, from one shuffle and one sort: the reorder chains
+    (per producer, key, topic and partition, the values by their first offset there: a ``seq`` below its
+    predecessor's) and the acked sends (per producer, topic and partition, in invoke order: an ack offset at
+    or below its predecessor's) share a window whose partition key tells them apart (``what``)."""
+    chains = per_value.where(F.col("ch_topic").isNotNull()).select(
+        "run_id", "value_id", "producer", F.lit(0).alias("what"), F.col("key").alias("kk"),
+        F.col("ch_topic").alias("t"), F.col("ch_partition").alias("p"), F.col("ch_offset").alias("o1"),
+        F.col("seq").cast("long").alias("o2"), F.col("value_id").alias("o3"),
+        F.col("seq").cast("long").alias("x"), F.col("ch_offset").alias("offset"),
+        F.col("send_ts").alias("ts"),
+    )  # fmt: skip
+    acked = per_value.where(F.col("sd_topic").isNotNull()).select(
+        "run_id", "value_id", "producer", F.lit(1).alias("what"), F.lit(None).cast("string").alias("kk"),
+        F.col("sd_topic").alias("t"), F.col("sd_partition").alias("p"), F.col("sd_index").alias("o1"),
+        F.lit(0).cast("long").alias("o2"), F.lit("").alias("o3"),
+        F.col("sd_offset").alias("x"), F.col("sd_offset").alias("offset"), F.col("sd_ts").alias("ts"),
+    )  # fmt: skip
+    # the window leads with a hash of its partition key: the sort then compares longs, not strings
+    link = ("run_id", "producer", "what", "kk", "t", "p")
+    chain = Window.partitionBy("chain", *link).orderBy("o1", "o2", "o3")
+    previous = F.col("previous")
+    broken = F.when(F.col("what") == 0, F.col("x") < previous).otherwise(F.col("x") <= previous)
+    return (
+        chains.unionByName(acked)
+        .withColumn("chain", F.xxhash64(*link))
+        .withColumn("previous", F.lag("x").over(chain))
+        .where(F.coalesce(broken, F.lit(False)))
+        .select(F.when(F.col("what") == 0, "reordered").otherwise("nonmonotonic_send").alias("anomaly"),
+                "run_id", "value_id", F.col("t").alias("topic"), F.col("p").alias("partition"), "offset",
+                "ts")
+    )  # fmt: skip
+
+
+def _poll_order(
+    F: Any,
+    Window: Any,
+    control: DataFrame,
+    deliveries: DataFrame,
+    log: DataFrame,
+    per_value: DataFrame,
+    options: AuditOptions,
+    hold: Callable[[DataFrame], DataFrame],
+    *,
+    spans: bool = True,
+) -> DataFrame:
+    """``poll_skip`` and ``nonmonotonic_poll`` instances (docs/audit.md, "Order checks"). ``spans``: some
+    attempt has a ``begin`` (without one no delivery is rolled back, and they are not looked for).
+
+    First each consumer's (process, member) deliveries of a partition, the rolled-back ones left out, in
+    record order (one shuffle of the deliveries): a delivery whose predecessor is at or above its offset,
+    with no rebalance callback or seek of its process between them, is nonmonotonic; one whose predecessor
+    is more than one offset below is a candidate skip. These few rows are persisted and counted. Only if
+    there are candidates, the log at the group's isolation level — of the partitions that hold one — is
+    sorted with each candidate's two ends: the running count of distinct visible offsets at its ends says
+    whether a visible record lies strictly between them."""
+    rolled_back = per_value.where(F.col("rb_index").isNotNull()).select(
+        "run_id", F.col("rb_index").alias("index")
+    )
+    n_rolled_back = rolled_back.count() if spans else 0
+    if n_rolled_back:
+        held = F.broadcast(rolled_back) if n_rolled_back <= _BROADCAST_KEYS else rolled_back
+        deliveries = deliveries.join(held, ["run_id", "index"], "left_anti")
+    consumer = ("run_id", "topic", "partition", "process", "member")
+    walk = Window.partitionBy("wk", *consumer).orderBy("index")
+    resets = (
+        control.where(F.col("kind").isin("rebalance", "probe_call"))
+        .groupBy("run_id", "process")
+        .agg(F.collect_list("index").alias("marks"))
+    )
+    offset, previous = F.col("offset"), F.col("prev_offset")
+    reset = F.coalesce(
+        F.exists("marks", lambda m: (m > F.col("prev_index")) & (m < F.col("index"))), F.lit(False)
+    )
+    judged = hold(
+        deliveries.withColumn("wk", F.xxhash64(*consumer))
+        .select("run_id", "topic", "partition", "process", "offset", "index", "value_id", "ts",
+                F.lag("offset").over(walk).alias("prev_offset"),
+                F.lag("index").over(walk).alias("prev_index"))
+        .where(F.col("prev_index").isNotNull() & ((offset <= previous) | (offset > previous + 1)))
+        .join(F.broadcast(resets), ["run_id", "process"], "left")
+        .where(~reset)
+        .select("run_id", "topic", "partition", "offset", "index", "value_id", "ts", "prev_offset",
+                (offset <= previous).alias("back"))
+    )  # fmt: skip
+    example = ("run_id", "value_id", "topic", "partition", "offset", "ts")
+    back = judged.where(F.col("back")).select(F.lit("nonmonotonic_poll").alias("anomaly"), *example)
+    gaps = judged.where(~F.col("back"))
+    if gaps.count() == 0:
+        return back
+    where = ["run_id", "topic", "partition"]
+    # a candidate's ends: its previous offset after the log records there (count <= a), its own before
+    # them (count < b)
+    ends = gaps.select(*where, F.col("index").alias("gid"), F.col("prev_offset").alias("offset"),
+                       F.lit(2).alias("k")).unionByName(
+        gaps.select(*where, F.col("index").alias("gid"), "offset", F.lit(0).alias("k"))
+    )  # fmt: skip
+    records = (
+        log.where(F.col("isolation") == options.group_isolation)
+        .select(*where, "offset", F.lit(1).alias("k"))
+        .join(F.broadcast(gaps.select(*where).distinct()), where, "left_semi")
+    )
+    ordered = Window.partitionBy(*where).orderBy("offset", "k")
+    before = F.last(F.when(F.col("k") == 1, offset), ignorenulls=True).over(
+        ordered.rowsBetween(Window.unboundedPreceding, -1)
+    )
+    first_here = (F.col("k") == 1) & ~F.coalesce(before == offset, F.lit(False))  # distinct offsets
+    upto = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    counted = (
+        records.unionByName(ends, allowMissingColumns=True)
+        .withColumn("new", first_here.cast("long"))
+        .withColumn("seen", F.sum("new").over(upto))
+        .where(F.col("k") != 1)
+        .groupBy("run_id", "gid")
+        .agg(F.max(F.when(F.col("k") == 0, F.col("seen"))).alias("below"),
+             F.max(F.when(F.col("k") == 2, F.col("seen"))).alias("upto"))
+        .where(F.col("below") > F.col("upto"))
+    )  # fmt: skip
+    skips = gaps.join(counted.withColumnRenamed("gid", "index"), ["run_id", "index"], "left_semi").select(
+        F.lit("poll_skip").alias("anomaly"), *example
+    )
+    return back.unionByName(skips)
+
+
 def _per_value(
     F: Any,
     Window: Any,
@@ -387,8 +511,9 @@ def _per_value(
     Columns: ``run_id``, ``value_id``; the value's counts (``c_*``, on its first row only); an observed
     position (``pos_*``); a reorder-chain link (``ch_*``, ``producer``, ``key``, ``seq``, ``send_ts``); a
     send's record becoming readable by the group (``av_*``: position, mono, index); on the value's first
-    row its end-to-end latency (``e2e_mono``: when it became readable, ``e2e_ms``);
-    anomaly ``instances`` decided per value (null when none).
+    row its end-to-end latency (``e2e_mono``: when it became readable, ``e2e_ms``); a send acked with an
+    offset (``sd_*``: its ack position, invoke index and outcome ts); a rolled-back delivery's index
+    (``rb_index``); anomaly ``instances`` decided per value (null when none).
 
     ``fast_path``: values whose events are those of one clean send (:func:`_clean_values`) skip the sort;
     only the rows of the others go through :func:`_traced` — none at all when every value is clean. Both
@@ -629,7 +754,7 @@ def _clean_values(F: Any, h: DataFrame, summary: DataFrame) -> DataFrame:
     position, chain link and readable record (made in no transaction: readable at its ack), and the
     end-to-end latency from the ack to the one delivery."""
     invokes = h.where((F.col("kind") == "send_invoke") & F.col("value_id").isNotNull()).select(
-        "run_id", "value_id", "topic", "producer", "key", "seq"
+        "run_id", "value_id", "topic", "producer", "key", "seq", F.col("index").alias("sd_index")
     )
     clean = summary.where(F.col("clean")).join(invokes.hint("shuffle_hash"), ["run_id", "value_id"])
     return clean.select(
@@ -646,6 +771,9 @@ def _clean_values(F: Any, h: DataFrame, summary: DataFrame) -> DataFrame:
         F.col("out_index").alias("av_index"),
         F.col("out_mono").alias("e2e_mono"),
         ((F.col("dl_mono") - F.col("out_mono")) * F.lit(1000.0)).alias("e2e_ms"),
+        F.col("topic").alias("sd_topic"), F.col("partition").alias("sd_partition"),
+        F.col("offset").alias("sd_offset"), "sd_index", F.col("send_ts").alias("sd_ts"),
+        F.lit(None).cast("long").alias("rb_index"),
     )  # fmt: skip
 
 
@@ -678,6 +806,7 @@ def _traced(
                 "state": F.lit(None).cast("string"),
                 "commit_mono": F.lit(None).cast("double"),
                 "commit_index": F.lit(None).cast("long"),
+                "last_send_mono": F.lit(None).cast("double"),
             }
         )
     else:
@@ -762,33 +891,40 @@ def _attempt_states(
     attempts: dict[str, list[TxnAttempt]],
     commits: dict[tuple[str, int], float],
 ) -> DataFrame | None:
-    """``(run_id, att, state, commit_mono, commit_index)`` of every attempt: its recorded end and what the
-    log shows of its sends (collected on the driver; one row per attempt), and its recorded commit marker
-    (null unless it ended with a commit ``ok``), or ``None`` when there is no attempt."""
+    """``(run_id, att, state, commit_mono, commit_index, last_send_mono)`` of every attempt: its recorded end
+    and what the log shows of its sends (collected on the driver; one row per attempt), its recorded commit
+    marker (null unless it ended with a commit ``ok``) and the mono of its last ``send_invoke`` (null: no
+    send), or ``None`` when there is no attempt."""
     if not attempts:
         return None
-    seen: dict[tuple[str, int], tuple[bool, bool]] = {}
+    seen: dict[tuple[str, int], tuple[bool, bool, float | None]] = {}
     if any(a.begin is not None for of_run in attempts.values() for a in of_run):
+        acked = F.col("ack").isNotNull()
         observed = (
-            view.where(F.col("att").isNotNull() & F.col("ack").isNotNull())
+            view.where(F.col("att").isNotNull() & (F.col("kind") == "send_invoke"))
             .groupBy("run_id", "att")
-            .agg(F.max("seen_committed").alias("c"), F.max("seen_aborted").alias("a"))
+            .agg(F.max(F.when(acked, F.col("seen_committed"))).alias("c"),
+                 F.max(F.when(acked, F.col("seen_aborted"))).alias("a"), F.max("mono").alias("last"))
             .collect()
-        )
-        seen = {(r.run_id, r.att): (r.c, r.a) for r in observed}
-    rows = [
-        (
-            run,
-            a.att,
-            attempt_state(a.recorded, *seen.get((run, a.att), (False, False))),
-            commits[(run, a.att)] if a.recorded == "committed" else None,
-            a.att if a.recorded == "committed" else None,
-        )
-        for run, of_run in attempts.items()
-        for a in of_run
-    ]
+        )  # fmt: skip
+        seen = {(r.run_id, r.att): (bool(r.c), bool(r.a), r.last) for r in observed}
+    rows = []
+    for run, of_run in attempts.items():
+        for a in of_run:
+            committed, aborted, last = seen.get((run, a.att), (False, False, None))
+            rows.append(
+                (
+                    run,
+                    a.att,
+                    attempt_state(a.recorded, committed, aborted),
+                    commits[(run, a.att)] if a.recorded == "committed" else None,
+                    a.att if a.recorded == "committed" else None,
+                    last,
+                )
+            )
     return view.sparkSession.createDataFrame(
-        rows, "run_id string, att long, state string, commit_mono double, commit_index long"
+        rows,
+        "run_id string, att long, state string, commit_mono double, commit_index long, last_send_mono double",
     )
 
 
@@ -846,6 +982,9 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         F.max(F.when(kind == "txn", state == "committed")).over(whole).alias("listed_committed"),
         F.max(F.when(kind == "txn", F.struct("index", (state == "aborted").alias("aborted")))).over(whole)
         .alias("last_listed"),
+        F.collect_list(F.when(is_invoke & F.col("ack").isNotNull() & F.col("last_send_mono").isNotNull(),
+                              F.struct(F.col("ack").alias("at"), F.col("last_send_mono").alias("until"))))
+        .over(whole).alias("uncommitted"),
     )  # fmt: skip
     rebalances = (
         control.where(kind == "rebalance").groupBy("run_id").agg(F.collect_list("index").alias("rebalances"))
@@ -883,6 +1022,13 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
     summary = first_row & sent  # a sent value's first row is one of its send events
     bad = F.col("bad")
     redelivery = counted & named & F.col("prev_counted_di").isNotNull()
+    # a read_committed delivery at the ack position of a send made in an attempt, before that attempt's
+    # last send_invoke: its producer had not asked to commit yet
+    precommitted = (src == _DELIVERY) & F.lit(options.group_isolation == _RC) & F.coalesce(
+        F.exists("uncommitted", lambda u: (u.at.topic == F.col("lt")) & (u.at.partition == F.col("lp"))
+                 & (u.at.offset == F.col("lo")) & (u.until > F.col("mono"))),
+        F.lit(False),
+    )  # fmt: skip
     after_rebalance = F.coalesce(
         F.exists("rebalances", lambda r: (r > F.col("prev_counted_di")) & (r < F.col("di"))), F.lit(False)
     )
@@ -906,6 +1052,7 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         (redelivery & after_rebalance, "duplicate_delivery_after_rebalance", row_at, F.col("ts")),
         (redelivery & ~after_rebalance, "duplicate_delivery_other", row_at, F.col("ts")),
         (F.col("new_position") & (~named | ~sent), "unexpected", row_at, null_ts),
+        (precommitted, "precommitted_read", row_at, F.col("ts")),
     ]  # fmt: skip
     any_found = F.lit(False)
     for cond, *_ in found:
@@ -957,6 +1104,10 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         F.when(first_row & F.col("first_delivered").isNotNull(), F.col("first_readable")).alias("e2e_mono"),
         F.when(first_row, (F.col("first_delivered") - F.col("first_readable")) * F.lit(1000.0))
         .alias("e2e_ms"),
+        *(F.when(is_invoke & F.col("ack").isNotNull(), c).alias(n) for c, n in (
+            (F.col("ack.topic"), "sd_topic"), (F.col("ack.partition"), "sd_partition"),
+            (F.col("ack.offset"), "sd_offset"), (F.col("index"), "sd_index"), (paired.ts, "sd_ts"))),
+        F.when((src == _DELIVERY) & ~counted, F.col("di")).alias("rb_index"),
     )  # fmt: skip
     return emitted.where(
         first_row
@@ -964,6 +1115,8 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         | F.col("ch_topic").isNotNull()
         | F.col("instances").isNotNull()
         | F.col("av_topic").isNotNull()
+        | F.col("sd_topic").isNotNull()
+        | F.col("rb_index").isNotNull()
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from chaos.audit.model import (
     ANOMALIES,
+    JEPSEN_ORDER_CHECKS,
     AnomalyReport,
     AuditFacts,
     Availability,
@@ -27,13 +28,16 @@ from chaos.errors import AuditError
 from chaos.run.terms import GUARANTEES, VERDICTS, Guarantee, Verdict
 
 _ALWAYS: Final = frozenset({"inconsistent_offsets", "unexpected", "aborted_read", "reordered"})
+_LOSS: Final = frozenset({"lost_acked", "unseen_by_group", "poll_skip"})
 FATAL: Final[dict[str, frozenset[str]]] = {
     # loss is the accepted price of at-most-once; duplicates are not
     "at_most_once": _ALWAYS | {"duplicate_in_log", "duplicate_delivery_other"},
-    # duplicates are the accepted price of at-least-once; loss is not
-    "at_least_once": _ALWAYS | {"lost_acked", "unseen_by_group"},
-    # idempotence: no loss, no duplicate in the log; the group may still redeliver after a rebalance
-    "idempotent": _ALWAYS | {"lost_acked", "unseen_by_group", "duplicate_in_log", "duplicate_delivery_other"},
+    # duplicates are the accepted price of at-least-once; loss (a consumer skipping records too) is not
+    "at_least_once": _ALWAYS | _LOSS,
+    # idempotence: no loss, no duplicate in the log, a producer's acks in order per partition; the group
+    # may still redeliver after a rebalance
+    "idempotent": _ALWAYS | _LOSS | {"duplicate_in_log", "duplicate_delivery_other", "nonmonotonic_send"},
+    # exactly-once forbids every anomaly (a consumer going back, a read before the commit included)
     "exactly_once": frozenset(ANOMALIES) - {"lost_indeterminate"},
 }
 """Guarantee -> anomalies that fail the verdict. Every other anomaly is reported as expected.
@@ -96,21 +100,22 @@ class AuditResult:
 
 def _facts_from_dict(facts: Mapping[str, Any], run_id: str) -> AuditFacts:
     """Inverse of :meth:`AuditFacts.to_dict`. The consumer side (``availability.consumer``, each window's
-    ``e2e_*``) may be absent — an ``audit.json`` written before it was measured — and then reads as empty."""
+    ``e2e_*``) may be absent — an ``audit.json`` written before it was measured — and then reads as empty;
+    so may Jepsen's order checks (:data:`~chaos.audit.model.JEPSEN_ORDER_CHECKS`), which then read as not
+    found. Any other anomaly missing is an error."""
 
     def stats(d: Mapping[str, Any]) -> LatencyStats:
         return LatencyStats(int(d["count"]), d.get("p50_ms"), d.get("p99_ms"))
 
-    anomalies = tuple(
-        (
-            name,
-            AnomalyReport(
-                int(facts["anomalies"][name]["count"]),
-                tuple(Example(**e) for e in facts["anomalies"][name].get("examples", ())),
-            ),
-        )
-        for name in ANOMALIES
-    )
+    def report(name: str) -> AnomalyReport:
+        found = facts["anomalies"].get(name)
+        if found is None and name in JEPSEN_ORDER_CHECKS:
+            return AnomalyReport(0)
+        if found is None:
+            raise KeyError(name)
+        return AnomalyReport(int(found["count"]), tuple(Example(**e) for e in found.get("examples", ())))
+
+    anomalies = tuple((name, report(name)) for name in ANOMALIES)
     av = facts["availability"]
     windows = tuple(
         FaultWindow(

@@ -15,10 +15,19 @@ ANOMALY_TEXT: Final[dict[str, str]] = {
     "offsets committed before the rebalance lagged what had been processed.",
     "duplicate_delivery_other": "The group received a value again without a rebalance in between, e.g. "
     "after a commit that did not take.",
+    "poll_skip": "A consumer jumped over records it should have read next: a record visible at its "
+    "isolation level lies between two of its successive deliveries of a partition, with no rebalance or "
+    "seek in between (Jepsen: poll-skip).",
+    "nonmonotonic_poll": "A consumer went back (or stood still) in a partition: a delivery at or below the "
+    "offset of its previous one, with no rebalance or seek in between (Jepsen: nonmonotonic-poll).",
     "reordered": "A producer's values for one key appear in the partition out of the order they were sent.",
+    "nonmonotonic_send": "A producer's acknowledged offsets in one partition went back: a later send was "
+    "acked at or below an earlier one's offset (Jepsen: nonmonotonic-send).",
     "inconsistent_offsets": "One partition offset was observed holding two different values by different "
     "readers.",
     "aborted_read": "A reader saw a value whose send failed or whose transaction was aborted.",
+    "precommitted_read": "A read_committed reader saw a transactional record before its producer had even "
+    "asked to commit the transaction (Jepsen: precommitted-read).",
     "unexpected": "The topic holds a record this run never sent (or a foreign payload).",
 }
 """Anomaly name -> one plain sentence (definitions: docs/audit.md)."""
@@ -34,11 +43,19 @@ ANOMALY_HINTS: Final[dict[str, str]] = {
     "processing idempotent; exactly-once needs transactions with read_committed consumers.",
     "duplicate_delivery_other": "Check the commit results in the history: failed or timed-out commits make "
     "the group read again from the last committed offset.",
+    "poll_skip": "Check what moved the consumer: an offset reset (auto.offset.reset after an out-of-range "
+    "fetch or a truncation), or a seek the application did not record; keep unclean election off.",
+    "nonmonotonic_poll": "Check for unrecorded seeks or offset resets (auto.offset.reset=earliest after an "
+    "out-of-range fetch), and record every rebalance callback.",
     "reordered": "Enable idempotence, or limit max.in.flight.requests.per.connection to 1 when retries are "
     "on.",
+    "nonmonotonic_send": "Enable idempotence (enable.idempotence=true): only it keeps a producer's retried "
+    "batches in order within a partition.",
     "inconsistent_offsets": "This points at truncation after an unclean leader election or a log "
     "divergence: keep unclean.leader.election.enable=false and min.insync.replicas >= 2.",
     "aborted_read": "Consumers of transactional topics must use isolation.level=read_committed.",
+    "precommitted_read": "The broker let a read_committed reader past an open transaction (the last stable "
+    "offset): report it with the history; no client setting fixes it.",
     "unexpected": "Another writer shares the topic, or the run reused a topic: use a fresh topic per run.",
 }
 """Anomaly name -> a generic remediation hint (the scenario's catalog hints come first)."""
