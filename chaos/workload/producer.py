@@ -15,8 +15,8 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Self
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -26,7 +26,7 @@ from chaos.run.events import NAME_PATTERN, SendInvoke, SendOutcome, value_id_for
 from chaos.workload.common import ClientLogBridge, error_name, error_text
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
-from chaos.workload.profiles import ConfigValue, producer_layers
+from chaos.workload.profiles import ConfigValue, config_items, producer_layers
 
 ENQUEUE_GIVE_UP_S: Final = 5.0  # BufferError for this long (queue never drains) -> fail _QUEUE_FULL
 HASTY_FLUSH_S: Final = 1.0  # an interrupted session: a CI cancel leaves seconds, not a delivery timeout
@@ -65,6 +65,17 @@ class ProducerSpec:
             raise ConfigError(f"{owner}.keys: expected >= 1; got {self.keys!r}")
         if not self.flush_timeout_s > 0:
             raise ConfigError(f"{owner}.flush_timeout_s: expected > 0; got {self.flush_timeout_s!r}")
+        object.__setattr__(self, "overrides", config_items(owner, "overrides", self.overrides))
+
+    def to_data(self) -> dict[str, Any]:
+        """As JSON data (a child process's spec): :meth:`from_data` reads it back."""
+        data = asdict(self)
+        data["overrides"] = [list(p) for p in self.overrides]
+        return data
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Self:
+        return cls(**data)
 
     def client_config(self, context: RunContext) -> ClientConfig:
         """The producer's effective configuration in ``context``: the run's, then ``overrides``."""

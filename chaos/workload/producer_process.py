@@ -23,9 +23,9 @@ import json
 import os
 import sys
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from confluent_kafka import Producer
 
@@ -57,7 +57,6 @@ class ProcessProducerSpec(ProducerSpec):
                 f"{type(self).__name__}.checkpoint: expected 'ack' (the last acknowledged value) or 'send' "
                 f"(the last produce() call); got {self.checkpoint!r}"
             )
-        object.__setattr__(self, "overrides", tuple(tuple(p) for p in self.overrides))
 
     def client_config(self, context: RunContext) -> ClientConfig:
         if context.client.transactional and "transactional.id" not in dict(self.overrides):
@@ -67,15 +66,6 @@ class ProcessProducerSpec(ProducerSpec):
                 "(chaos.workload.txn_producer) for transactions"
             )
         return super().client_config(context)
-
-    def to_data(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["overrides"] = [list(p) for p in self.overrides]
-        return data
-
-    @classmethod
-    def from_data(cls, data: dict[str, Any]) -> ProcessProducerSpec:
-        return cls(**data)
 
 
 def checkpoint_path(context: RunContext, name: str) -> Path:

@@ -35,8 +35,8 @@ import random
 import signal
 import sys
 import threading
-from dataclasses import asdict, dataclass
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Final
 
 from confluent_kafka import KafkaException, Producer
 
@@ -48,7 +48,6 @@ from chaos.workload.consumer import ChildProcess
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.member_child import serve
 from chaos.workload.producer import Pacer, ProducerSpec, SendRecorder
-from chaos.workload.profiles import config_items
 from chaos.workload.transactional import TxnMarkers, end_transaction, init_transactions
 
 MAX_TXN_SIZE: Final = 10_000
@@ -139,7 +138,6 @@ class TxnProducerSpec(ProducerSpec):
                 f"{owner}: crash_in_txn and freeze_in_txn both name transaction {self.crash_in_txn}; "
                 "a process is either killed or frozen there: set one, or freeze in an earlier transaction"
             )
-        object.__setattr__(self, "overrides", config_items(owner, "overrides", self.overrides))
 
     def client_config(self, context: RunContext) -> ClientConfig:
         """The producer's effective configuration in ``context`` (with its ``transactional.id``)."""
@@ -152,15 +150,6 @@ class TxnProducerSpec(ProducerSpec):
                 "dataclasses.replace(context, client=TRANSACTIONAL)"
             )
         return super().client_config(context)
-
-    def to_data(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["overrides"] = [list(p) for p in self.overrides]
-        return data
-
-    @classmethod
-    def from_data(cls, data: dict[str, Any]) -> TxnProducerSpec:
-        return cls(**data)
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from chaos.faults.operations import AddPartitions, PreferredElection, ReassignRe
 from chaos.faults.process import Stop
 from chaos.faults.targets import FollowerOf, LeaderOf
 from chaos.history import FaultEvent, SendOutcome
-from chaos.scenario import Scenario, ScenarioRun, Variant, views
-from chaos.workload import IDEMPOTENT
+from chaos.scenario import Scenario, ScenarioResult, ScenarioRun, Variant, views
+from chaos.workload import IDEMPOTENT, ProducerWorker
 
 pytestmark = pytest.mark.integration
 
@@ -51,14 +51,29 @@ def faults_of(events: list[FaultEvent], kind: str) -> list[tuple[str, str]]:
     return [(e.action, e.target) for e in events if e.fault == kind]
 
 
+def start_load(
+    run: ScenarioRun, duration_s: float, overrides: dict[str, int] | None = None
+) -> ProducerWorker:
+    """A member consuming the run's topic and a producer writing 100/s for ``duration_s``, both started."""
+    run.member("consumer-0", overrides=overrides)
+    producer = run.producer(rate=100.0, duration_s=duration_s, overrides=tuple((overrides or {}).items()))
+    run.wait_for("the group consuming", lambda ev: bool(views.deliveries(ev)), 30)
+    return producer
+
+
+def finish_load(run: ScenarioRun, producer: ProducerWorker) -> ScenarioResult:
+    """Let the producer finish (every send acknowledged), the group catch up, and audit the run."""
+    assert producer.join().fail == 0
+    run.wait_caught_up(30)
+    return run.finish()
+
+
 def test_partitions_added_mid_run_are_recorded_written_and_read(
     scenario_run: Callable[..., ScenarioRun],
 ) -> None:
     with scenario_run(GROW, "grow") as run:
         run.create_topic(partitions=2, replication_factor=3)
-        run.member("consumer-0", overrides=REFRESH)
-        producer = run.producer(rate=100.0, duration_s=20.0, overrides=tuple(REFRESH.items()))
-        run.wait_for("the group consuming", lambda ev: bool(views.deliveries(ev)), 30)
+        producer = start_load(run, 20.0, REFRESH)
         grow = run.fault(AddPartitions, run.topic, 4)
         with grow:
             pass
@@ -67,9 +82,7 @@ def test_partitions_added_mid_run_are_recorded_written_and_read(
             lambda ev: {2, 3} <= {d.partition for d in views.deliveries(ev)},
             30,
         )
-        assert producer.join().fail == 0
-        run.wait_caught_up(30)
-        result = run.finish()
+        result = finish_load(run, producer)
 
     events = list(result.events)
     written = {
@@ -110,9 +123,7 @@ def test_a_preferred_election_under_load_moves_leadership_and_loses_nothing(
     with scenario_run(ELECT, "elect") as run:
         run.create_topic(partitions=3, replication_factor=3)
         preferred = run.cluster.partition(run.topic, 0).replicas[0]
-        run.member("consumer-0")
-        producer = run.producer(rate=100.0, duration_s=25.0)
-        run.wait_for("the group consuming", lambda ev: bool(views.deliveries(ev)), 30)
+        producer = start_load(run, 25.0)
         with run.fault(Stop, LeaderOf(run.topic, 0)):
             run.wait_until(
                 "another replica leads partition 0",
@@ -128,9 +139,7 @@ def test_a_preferred_election_under_load_moves_leadership_and_loses_nothing(
         with election:
             pass
         leader = run.cluster.partition(run.topic, 0).leader
-        assert producer.join().fail == 0
-        run.wait_caught_up(30)
-        result = run.finish()
+        result = finish_load(run, producer)
 
     print(f"\npreferred {preferred}, moved {election.moved}; {result.summary()}")
     assert 0 in election.moved, "partition 0's leadership did not move back"
@@ -165,16 +174,12 @@ def test_replicas_reassigned_under_load_and_back_lose_nothing(
         original = run.cluster.partition(run.topic, 0).replicas
         (spare,) = {1, 2, 3} - set(original)
         target = (spare, original[0])
-        run.member("consumer-0")
-        producer = run.producer(rate=100.0, duration_s=20.0)
-        run.wait_for("the group consuming", lambda ev: bool(views.deliveries(ev)), 30)
+        producer = start_load(run, 20.0)
         move = run.fault(ReassignReplicas, run.topic, 0, target)
         with move:
             during = run.cluster.partition(run.topic, 0)
         after = run.cluster.partition(run.topic, 0)
-        assert producer.join().fail == 0
-        run.wait_caught_up(30)
-        result = run.finish()
+        result = finish_load(run, producer)
 
     print(
         f"\n{original} -> {during.replicas} (leader {during.leader}) -> {after.replicas}; {result.summary()}"
@@ -208,18 +213,14 @@ def test_a_broker_removed_under_load_and_back_loses_nothing(
 ) -> None:
     with scenario_run(REMOVE, "remove") as run:
         run.create_topic(partitions=3, replication_factor=3)
-        run.member("consumer-0")
-        producer = run.producer(rate=100.0, duration_s=25.0)
-        run.wait_for("the group consuming", lambda ev: bool(views.deliveries(ev)), 30)
+        producer = start_load(run, 25.0)
         remove = run.fault(RemoveBroker, FollowerOf(run.topic, 0))
         with remove:
             (gone,) = remove.brokers
             out = registered_brokers(run.cluster)
             isr = run.cluster.partition(run.topic, 0).isr
         back = registered_brokers(run.cluster)
-        assert producer.join().fail == 0
-        run.wait_caught_up(30)
-        result = run.finish()
+        result = finish_load(run, producer)
 
     print(
         f"\nbroker {gone} removed: registered {sorted(out)}, p0 ISR {isr}; back {sorted(back)}; "
