@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup provision chaos test lint smoke bench clean reliability
+.PHONY: setup provision chaos test lint smoke bench clean reliability spark-cluster
 
 setup:
 	@scripts/setup.sh
@@ -25,11 +25,12 @@ chaos: provision
 ## then the faster half of the reliability suite (the rest — kill -9 x10, Ctrl-C, two sessions and the
 ## iptables cycles — in `make reliability`: README, "Reliability").
 REPORT_CHECK := scenarios/test_isr2_lost_isr.py::test_isr2[vulnerable]
+SPARK_CLUSTER := tests/integration/test_spark_standalone.py
 RELIABILITY_CI := $(addprefix tests/reliability/,test_bad_input_matrix.py test_reaper_trust.py \
 	test_full_disk.py test_sigterm.py)
 test: provision lint
 	$(BIN)/pytest tests/unit --durations=10 $(PYTEST_ARGS)
-	$(BIN)/pytest tests "$(REPORT_CHECK)" --ignore=tests/unit --durations=10 $(PYTEST_ARGS)
+	$(BIN)/pytest tests "$(REPORT_CHECK)" --ignore=tests/unit --ignore=$(SPARK_CLUSTER) --durations=10 $(PYTEST_ARGS)
 	CHAOS_BROWSER_TREE=reports $(BIN)/pytest -q -p no:cacheprovider tests/integration/test_report_browser.py -k real_tree
 	$(BIN)/pytest -q -p no:cacheprovider -m reliability $(RELIABILITY_CI)
 
@@ -45,6 +46,11 @@ clean: setup
 ## reaper's trust, bad input — real containers, real signals, minutes per test (README, "Reliability").
 reliability: provision
 	$(BIN)/pytest -m reliability tests/reliability $(PYTEST_ARGS)
+
+## The audit on a Spark standalone cluster (master + worker from the PySpark distribution, on loopback):
+## ≈ 3 min, outside `make test` for its time (docs/spark-cluster.md).
+spark-cluster: provision
+	$(BIN)/pytest $(SPARK_CLUSTER) $(PYTEST_ARGS)
 
 ## Audit benchmark: Spark vs the pure-Python reference on synthetic runs (slow: see docs/audit.md).
 bench: provision
