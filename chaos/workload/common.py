@@ -162,3 +162,10 @@ def read_child_payload(line: str, sink: Sink) -> tuple[RunContext, dict[str, Any
         return RunContext.from_data(data["context"], sink), dict(data["spec"])
     except (ValueError, KeyError, TypeError) as exc:
         raise WorkloadError(f"child payload: expected child_payload() JSON on stdin ({exc})") from None
+
+
+def notice(context: RunContext, process: str, facility: str, message: str) -> None:
+    """Announce a worker's own deliberate act (a resume, an abort, a halt) as a ``notice`` client log line."""
+    context.sink(
+        ClientLog(run_id=context.run_id, process=process, level="notice", facility=facility, message=message)
+    )

@@ -31,8 +31,7 @@ from confluent_kafka import Producer
 
 from chaos.errors import ConfigError
 from chaos.run.context import RunContext
-from chaos.run.events import ClientLog
-from chaos.workload.common import ClientLogBridge, child_payload
+from chaos.workload.common import ClientLogBridge, child_payload, notice
 from chaos.workload.consumer import ChildProcess
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.member_child import serve
@@ -117,15 +116,7 @@ def run_process_producer(context: RunContext, spec: ProcessProducerSpec, stop: t
     on_ack = keeper.passed if spec.checkpoint == "ack" else None
     sends = SendRecorder(context, spec.name, spec.topic or context.topic, spec.keys, on_ack)
     config = {**spec.client_config(context).settings, **logs.callbacks()}
-    context.sink(
-        ClientLog(
-            run_id=context.run_id,
-            process=spec.name,
-            level="notice",
-            facility="RESUME",
-            message=f"starting at sequence {start} (checkpoint: last {spec.checkpoint})",
-        )
-    )
+    notice(context, spec.name, "RESUME", f"starting at sequence {start} (checkpoint: last {spec.checkpoint})")
     producer = Producer(config)
     try:
         pace = Pacer(spec, stop, start=start)

@@ -42,8 +42,7 @@ from confluent_kafka import KafkaException, Producer
 
 from chaos.errors import ConfigError, WorkloadError
 from chaos.run.context import RunContext
-from chaos.run.events import ClientLog
-from chaos.workload.common import ClientLogBridge, child_payload, error_name
+from chaos.workload.common import ClientLogBridge, child_payload, error_name, notice
 from chaos.workload.consumer import ChildProcess
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.member_child import serve
@@ -220,14 +219,11 @@ def _halt_if_asked(context: RunContext, spec: TxnProducerSpec, transaction: int,
         if getattr(spec, field) != transaction:
             continue
         what = "SIGKILL" if signum == signal.SIGKILL else "SIGSTOP (until the parent resumes it)"
-        context.sink(
-            ClientLog(
-                run_id=context.run_id,
-                process=spec.name,
-                level="notice",
-                facility=facility,
-                message=f"{what} inside transaction {transaction}: its {sent} sends flushed, not committed",
-            )
+        notice(
+            context,
+            spec.name,
+            facility,
+            f"{what} inside transaction {transaction}: its {sent} sends flushed, not committed",
         )
         _signal_self(signum)
 
@@ -244,14 +240,11 @@ def _abort_on_purpose(
     """Abort ``transaction`` instead of committing it: announced (facility ``TXN_ABORT``), then an ``abort``
     marker listing its values. A failed abort raises (recorded by the caller as an ``abort`` of outcome
     ``info``)."""
-    context.sink(
-        ClientLog(
-            run_id=context.run_id,
-            process=spec.name,
-            level="notice",
-            facility="TXN_ABORT",
-            message=f"aborting transaction {transaction} on purpose: its {len(value_ids)} sends flushed",
-        )
+    notice(
+        context,
+        spec.name,
+        "TXN_ABORT",
+        f"aborting transaction {transaction} on purpose: its {len(value_ids)} sends flushed",
     )
     producer.abort_transaction(timeout)
     marker("abort", "ok", value_ids)
