@@ -187,7 +187,9 @@ class Fault(abc.ABC):
             try:
                 self._inject()
             except BaseException as exc:
-                self._inject_error = f"inject failed: {exc}"
+                self._inject_error = f"inject failed: {exc or type(exc).__name__}"
+                # Ctrl-C or SIGTERM mid-inject: undo at once, the session is ending (see ``interrupted``)
+                self.interrupted = self.interrupted or isinstance(exc, KeyboardInterrupt)
                 self._heal_locked()
                 raise
         return self

@@ -151,13 +151,16 @@ def rows(table: pa.Table, kind: str, columns: Sequence[str]) -> list[dict[str, A
 
 def fault_spans(table: pa.Table) -> tuple[FaultSpan, ...]:
     """Fault windows, one per inject, paired with their heals by
-    :func:`chaos.history.windows.fault_windows`; a failed inject or heal adds its error."""
+    :func:`chaos.history.windows.fault_windows`; a failed heal, or a heal after a failed inject, adds its
+    error."""
     events = [e for e in events_from_table(filter_kinds(table, "fault")) if isinstance(e, FaultEvent)]
     spans = []
     for pair in fault_windows(events):
         inject, heal = pair.inject, pair.heal
         edges = (inject, heal) if heal is not None else (inject,)
-        errors = tuple(f"{e.action}: {e.error} {e.message or ''}".strip() for e in edges if e.error)
+        errors = tuple(
+            f"{e.action}: " + " ".join(t for t in (e.error, e.message) if t) for e in edges if e.error or e.message
+        )
         spans.append(
             FaultSpan(
                 inject.fault,

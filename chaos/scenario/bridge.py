@@ -14,14 +14,17 @@ def fault_event(run_id: str, action: str, record: FaultRecord) -> FaultEvent:
     """A fault record of :mod:`chaos.faults` as a history event (``inject`` or ``heal``).
 
     ``target`` is what was hit (``broker-2``, ``broker-1,broker-3``), ``params`` the fault's parameters
-    plus the target as asked (``leader of t-0``); a failed action sets ``error`` (``FaultError``) and the
-    fault's own text in ``message``.
+    plus the target as asked (``leader of t-0``). A heal's ``message`` is the record's error: the inject's
+    failure (a fault undone after its inject raised); ``error`` (``FaultError``) marks a heal not done.
     """
     params: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in record.params}
     params["asked"] = record.target
     params["seq"] = record.seq
     target = ",".join(f"broker-{b}" for b in record.brokers) or record.target
-    failed = record.error is not None and action == "heal"
+    # Listeners hear successful heals only, so a heal event's record has ``healed_at``; an error on it is the
+    # inject's failure (the fault was undone all the same): evidence in ``message``, not a failed heal.
+    failed = action == "heal" and record.healed_at is None and record.error is not None
+    note = record.error if action == "heal" else None
     return FaultEvent(
         run_id=run_id,
         process=FAULT_PROCESS,
@@ -31,5 +34,5 @@ def fault_event(run_id: str, action: str, record: FaultRecord) -> FaultEvent:
         target=target,
         params=json_text(params),
         error="FaultError" if failed else None,
-        message=record.error if failed else None,
+        message=note,
     )

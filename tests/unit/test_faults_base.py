@@ -139,3 +139,31 @@ def test_a_crash_healed_by_an_interrupt_restarts_the_broker_without_waiting_for_
     assert not fault.active
     assert fault.record is not None
     assert any("interrupted" in n for n in fault.record.notes) is not waited
+
+
+def test_an_interrupt_during_the_inject_undoes_it_without_waiting_and_records_it_undone() -> None:
+    """SIGTERM lands while ``docker kill`` runs: the broker is restarted without waiting, the record is
+    healed (``healed_at`` set) and carries the inject's failure; the interrupt propagates."""
+    from chaos.faults.process import Crash
+
+    class KillInterrupted(RestartingCluster):
+        def broker(self, node_id: int) -> Any:
+            class Docker:
+                def kill(self) -> None:
+                    raise KeyboardInterrupt("signal SIGTERM")
+
+            class Broker:
+                docker = Docker()
+
+            return Broker()
+
+    cluster = KillInterrupted()
+    log = FaultLog()
+    fault = Crash(cluster, 2, log=log)  # type: ignore[arg-type]
+    with pytest.raises(KeyboardInterrupt):
+        fault.inject()
+    assert cluster.restarts == [False]
+    (record,) = log.records()
+    assert record.healed_at is not None
+    assert record.error == "inject failed: signal SIGTERM"
+    assert log.active() == []

@@ -77,10 +77,15 @@ def test_fault_records_become_fault_events() -> None:
     )
     assert json.loads(inject.params) == {"asked": "leader of t-0", "paths": ["ext", "int"], "seq": 3}
     assert (heal.action, heal.ts, heal.error) == ("heal", 1.8e9 + 5, None)
-    failed = fault_event(
-        "r1", "heal", FaultRecord(0, "crash", "broker 1", (1,), (), 1.8e9, 1.8e9, "heal failed: x")
+    # a heal after a failed inject (Ctrl-C mid-`docker kill`): the fault was undone, the failure is evidence
+    undone = fault_event(
+        "r1", "heal", FaultRecord(0, "crash", "broker 1", (1,), (), 1.8e9, 1.8e9, "inject failed: x")
     )
-    assert (failed.error, failed.message) == ("FaultError", "heal failed: x")
+    assert (undone.error, undone.message) == (None, "inject failed: x")
+    not_done = fault_event(
+        "r1", "heal", FaultRecord(0, "crash", "broker 1", (1,), (), 1.8e9, None, "heal failed: y")
+    )
+    assert (not_done.error, not_done.message) == ("FaultError", "heal failed: y")
 
 
 def test_a_run_records_its_faults_and_scenario_json(tmp_path: Path) -> None:
