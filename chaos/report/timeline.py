@@ -158,9 +158,8 @@ def fault_spans(table: pa.Table) -> tuple[FaultSpan, ...]:
     for pair in fault_windows(events):
         inject, heal = pair.inject, pair.heal
         edges = (inject, heal) if heal is not None else (inject,)
-        errors = tuple(
-            f"{e.action}: " + " ".join(t for t in (e.error, e.message) if t) for e in edges if e.error or e.message
-        )
+        said = ((e.action, " ".join(t for t in (e.error, e.message) if t)) for e in edges)
+        errors = tuple(f"{action}: {text}" for action, text in said if text)
         spans.append(
             FaultSpan(
                 inject.fault,
