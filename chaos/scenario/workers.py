@@ -253,7 +253,7 @@ class RunWorkers:
             record_delivery=record_delivery,
         )
         member = ThreadMember(self.context, spec)
-        self.on_close(lambda: member.stop())
+        self.on_close(lambda: member.stop(hasty=self.interrupting))
         return member.start()
 
     def restore_reader(self, *, call_timeout_s: float, poll_timeout_s: float, k: int = 2) -> RestoreReader:

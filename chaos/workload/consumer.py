@@ -73,6 +73,7 @@ DELIVERY_POINTS: Final[tuple[str, ...]] = get_args(DeliveryPoint)
 RecordHook = Callable[[Message], None]
 
 STOP_GRACE_S: Final = 2.0
+HASTY_CLOSE_S: Final = 2.0  # an interrupted session: a CI cancel leaves seconds, not a commit's timeout
 PARENT_PID_ENV: Final = "CHAOS_PARENT_PID"
 """The child's expected parent pid, set by :meth:`ChildProcess.start` (``member_child.die_with_parent``)."""
 
@@ -397,13 +398,18 @@ class ThreadMember:
         self._thread.start()
         return self
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Graceful close (commit, revoke, LeaveGroup); bounded by ``timeout_s``."""
+    def stop(self, timeout_s: float = 30.0, *, hasty: bool = False) -> None:
+        """Graceful close (commit, revoke, LeaveGroup); bounded by ``timeout_s``, or with ``hasty`` (an
+        interrupted session) by :data:`HASTY_CLOSE_S`: a member stuck in a commit to a dead coordinator is
+        then left to the process's exit (its thread is a daemon) and this raises saying so."""
         self._stop.set()
         if self._thread is not None:
+            if hasty:
+                timeout_s = min(timeout_s, HASTY_CLOSE_S)
             self._thread.join(timeout_s)
             if self._thread.is_alive():
-                raise WorkloadError(f"member {self.spec.name} did not close within {timeout_s} s")
+                left = " (the session was interrupted: left to the process's exit)" if hasty else ""
+                raise WorkloadError(f"member {self.spec.name} did not close within {timeout_s} s{left}")
         if self.error is not None:
             raise WorkloadError(f"member {self.spec.name} failed: {self.error!r}") from self.error
 
