@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from chaos.errors import FaultError
-from chaos.faults.targets import Target, describe_target, resolve
+from chaos.faults.targets import AnyTarget, describe_target, resolve
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -132,7 +132,7 @@ class Fault(abc.ABC):
 
     kind: ClassVar[str]
 
-    def __init__(self, cluster: KafkaCluster, target: Target, log: FaultLog | None = None) -> None:
+    def __init__(self, cluster: KafkaCluster, target: AnyTarget, log: FaultLog | None = None) -> None:
         self.cluster = cluster
         self.target = target
         self.log = log if log is not None else DEFAULT_LOG

@@ -40,13 +40,22 @@ class CoordinatorOf:
     group: str
 
 
+@dataclass(frozen=True)
+class Client:
+    """A client process of the run, by its name in the history (``producer-0``, ``consumer-1``): the target
+    of the client faults (:mod:`chaos.faults.client`), never of a broker fault or a plan."""
+
+    name: str
+
+
 Role = LeaderOf | FollowerOf | ActiveController | CoordinatorOf
 Target = int | Role
+AnyTarget = Target | Client
 
 
-def resolve(cluster: KafkaCluster, target: Target) -> int:
+def resolve(cluster: KafkaCluster, target: AnyTarget) -> int:
     """The broker id ``target`` means right now; raises FaultError when the role has no holder."""
-    if isinstance(target, bool):
+    if isinstance(target, bool | Client):
         raise FaultError(f"target {target!r} is not a broker id or role")
     if isinstance(target, int):
         cluster.broker(target)  # validates the id
@@ -73,7 +82,9 @@ def resolve(cluster: KafkaCluster, target: Target) -> int:
     return cluster.group_coordinator(target.group)
 
 
-def describe_target(target: Target) -> str:
+def describe_target(target: AnyTarget) -> str:
+    if isinstance(target, Client):
+        return target.name
     if isinstance(target, int):
         return f"broker {target}"
     if isinstance(target, LeaderOf):

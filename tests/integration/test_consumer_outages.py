@@ -13,6 +13,9 @@
   those partitions must be about the session timeout: at least the timeout less one heartbeat interval and
   a margin (the session timer runs from ``doomed``'s last heartbeat), at most the timeout plus the
   rebalance's few seconds.
+- **a frozen member** (``chaos.faults.client.ClientPause``, issue 17): the same two members, ``doomed``
+  frozen by SIGSTOP instead of killed, until ``survivor`` owns its partitions: the freeze is a fault window
+  in the history (target the member), the handover takes about the session timeout, nothing is lost.
 
 Each test is bounded (every wait has a timeout) and takes under a minute here.
 """
@@ -24,6 +27,7 @@ from collections.abc import Callable
 
 import pytest
 
+from chaos.faults.client import ClientPause
 from chaos.history import Event, TxnMarker
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
 from chaos.workload import IDEMPOTENT, TRANSACTIONAL, ProcessMember
@@ -198,3 +202,72 @@ def kill_mono(events: list[Event]) -> float:
     """When the test killed the member (its note), on the history's clock; infinity before that."""
     notes = [e for e in views.client_logs(events, facility="SCENARIO") if "SIGKILLed" in e.message]
     return notes[0].mono if notes else float("inf")
+
+
+# ---- a frozen member: the client fault ---------------------------------------------------------------
+
+FROZEN_MEMBER = Scenario(
+    scenario_id="frozen_member_handover",
+    case_id="X14",
+    title="A group member frozen (SIGSTOP) past its session: its partitions handed over, then it rejoins",
+    source=SOURCE,
+    symptom="a member stalled by a long GC pause lost its partitions after session.timeout.ms",
+    client=IDEMPOTENT,
+    guarantee="at_least_once",
+    expected_verdict="pass",
+    consumer_config=GROUP,
+    variants=(
+        Variant(
+            "frozen", f"one of two members frozen until its partitions moved (session {SESSION_S:.0f} s)"
+        ),
+    ),
+)
+
+
+def test_a_frozen_members_partitions_are_handed_over_and_the_freeze_is_a_recorded_fault(
+    scenario_run: Callable[..., ScenarioRun],
+) -> None:
+    """``ClientPause`` on a process member: the history holds the fault's window (target the member, no
+    broker), the member's partitions move to its colleague after about the session timeout, and nothing
+    is lost once it is thawed and rejoins."""
+    with scenario_run(FROZEN_MEMBER, "frozen") as run:
+        run.create_topic(partitions=PARTITIONS, replication_factor=3)
+        frozen = ProcessMember(run.context, run.member_spec(DOOMED)).start()
+        run.on_close(lambda: frozen.stop())
+        run.member(SURVIVOR)
+        producer = run.producer(rate=100.0, duration_s=30.0)
+        run.wait_for(
+            "both members consuming",
+            lambda ev: all(views.deliveries(ev, p) for p in (DOOMED, SURVIVOR)) and bool(owned(ev, DOOMED)),
+            45,
+        )
+        time.sleep(2.0)
+        held = owned(run.events(), DOOMED)
+        with run.fault(ClientPause, frozen):
+            run.wait_for(
+                f"{SURVIVOR} consumes {DOOMED}'s partitions",
+                lambda ev: held <= owned(ev, SURVIVOR),
+                SESSION_S + 20,
+            )
+        producer.join()
+        run.wait_caught_up(45)
+        result = run.finish()
+
+    events = list(result.events)
+    inject, heal = views.faults(events, "client_pause")
+    handovers = {h.partition: h for h in result.audit.facts.availability.consumer.handovers}
+    print(
+        f"\n{DOOMED} held {sorted(held)}, frozen {heal.mono - inject.mono:.2f} s; handovers "
+        + ", ".join(f"p{p} {handovers[p].handover_s:.2f} s" for p in sorted(held) if p in handovers)
+        + f"; {result.summary()}"
+    )
+    assert (inject.action, inject.target, heal.action, heal.target) == ("inject", DOOMED, "heal", DOOMED)
+    assert heal.error is None
+    assert held, f"{DOOMED} held no partition when it was frozen"
+    for partition in held:
+        handover = handovers.get(partition)
+        assert handover is not None, f"no handover of partition {partition}"
+        assert (handover.from_process, handover.to_process) == (DOOMED, SURVIVOR)
+        assert handover.start_mono <= inject.mono < handover.end_mono
+        assert SESSION_S - HEARTBEAT_S - 0.5 <= handover.handover_s <= SESSION_S + 5.0, handover
+    assert result.audit.verdict == "pass", result.audit.failed_by
