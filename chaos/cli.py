@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from chaos import versions
 from chaos.errors import ChaosError
 from chaos.run.terms import VERDICT_EXIT
 
@@ -22,6 +23,15 @@ _SOURCE_OPTION = click.option(
     type=click.Choice(["official", "local", "auto"]),
     default=None,
     help="Where images come from (default: $CHAOS_IMAGES, else auto).",
+)
+
+
+_KAFKA_VERSION_OPTION = click.option(
+    "--kafka-version",
+    "kafka_version",
+    type=click.Choice(versions.SUPPORTED_KAFKA_VERSIONS),
+    default=None,
+    help=f"Kafka version (default: ${versions.KAFKA_VERSION_ENV}, else {versions.KAFKA_VERSION}).",
 )
 
 
@@ -37,14 +47,15 @@ def images() -> None:
 
 
 @images.command("list")
-def images_list() -> None:
+@_KAFKA_VERSION_OPTION
+def images_list(kafka_version: str | None) -> None:
     """Show every image: its official reference, local tag, and what is present."""
     from chaos.cluster.images import image_status
 
     table = Table()
     for header in ("image", "official", "present", "local tag", "local build"):
         table.add_column(header, overflow="fold")
-    for row in image_status():
+    for row in image_status(versions.chosen_kafka_version(kafka_version)):
         table.add_row(
             row.name,
             row.official or "-",
@@ -58,22 +69,25 @@ def images_list() -> None:
 @images.command("build")
 @click.option("--force", is_flag=True, help="Rebuild even when the current build is present.")
 @click.argument("names", nargs=-1, type=click.Choice(["jre-base", "kafka", "toxiproxy", "reaper"]))
-def images_build(force: bool, names: tuple[str, ...]) -> None:
+@_KAFKA_VERSION_OPTION
+def images_build(force: bool, names: tuple[str, ...], kafka_version: str | None) -> None:
     """Build local images (all by default), reusing current builds unless --force."""
     from chaos.cluster.images.local import ensure_local, recipes
 
-    for name in names or tuple(recipes()):
-        console.print(f"{name}: {ensure_local(name, force=force)}")
+    version = versions.chosen_kafka_version(kafka_version)
+    for name in names or tuple(recipes(version)):
+        console.print(f"{name}: {ensure_local(name, force=force, kafka_version=version)}")
 
 
 @images.command("ensure")
 @_SOURCE_OPTION
-def images_ensure(source: str | None) -> None:
+@_KAFKA_VERSION_OPTION
+def images_ensure(source: str | None, kafka_version: str | None) -> None:
     """Pull or build whatever is missing for the chosen source; fast when nothing changed."""
     from chaos.cluster.images import ensure_images
 
     started = time.monotonic()
-    chosen = ensure_images(source)
+    chosen = ensure_images(source, kafka_version=versions.chosen_kafka_version(kafka_version))
     for role, src in chosen.sources:
         console.print(f"{role.value:10} {chosen.ref(role)}  [dim]({src.value})[/dim]")
     console.print(f"[dim]images ready in {time.monotonic() - started:.1f} s[/dim]")
@@ -284,7 +298,10 @@ def scenarios_list() -> None:
     help="Time profile: ci scales timeouts down, faithful keeps Kafka's defaults.",
 )
 @click.option("--variant", default=None, help="Run one variant only (default: all of them).")
-def scenario_run(scenario_id: str, seed: int | None, profile: str, variant: str | None) -> None:
+@_KAFKA_VERSION_OPTION
+def scenario_run(
+    scenario_id: str, seed: int | None, profile: str, variant: str | None, kafka_version: str | None
+) -> None:
     """Run one catalog scenario (by id or catalog id, e.g. PB1) through pytest.
 
     Exit 0 passed, 1 a test failed, 2 bad input (pytest's usage error 4 included), 130 interrupted (Ctrl-C
@@ -296,7 +313,8 @@ def scenario_run(scenario_id: str, seed: int | None, profile: str, variant: str 
 
     from chaos.scenario import find, pytest_args
 
-    args = pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant)
+    extra = ("--kafka-version", kafka_version) if kafka_version else ()
+    args = pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant, extra=extra)
     console.print(f"[dim]pytest {shlex.join(args)}[/dim]", highlight=False)
     status = int(pytest.main(args))
     if status == pytest.ExitCode.INTERRUPTED:

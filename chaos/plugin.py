@@ -41,7 +41,6 @@ cluster the session is about to remove."""
 _OPTIONS = pytest.StashKey["_Options"]()
 _RUN_DIRS: pytest.StashKey[RunDirs] = pytest.StashKey()
 _ENV_SEED = "CHAOS_SEED"
-_ENV_KAFKA_VERSION = "CHAOS_KAFKA_VERSION"
 _ENV_REPORT_DIR = "CHAOS_REPORT_DIR"
 _SIGTERM_BEFORE = pytest.StashKey["Callable[[int, FrameType | None], object] | int | None"]()
 
@@ -72,8 +71,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kafka-version",
         default=None,
-        help="Kafka version of the cluster (default: $CHAOS_KAFKA_VERSION, else the pinned one); only the "
-        "pinned version (chaos/versions.py) is accepted for now.",
+        help="Kafka version of the cluster (default: $CHAOS_KAFKA_VERSION, else the pinned default); one of "
+        "chaos.versions.SUPPORTED_KAFKA_VERSIONS.",
     )
     group.addoption(
         "--chaos-strict-symptoms",
@@ -237,7 +236,7 @@ def _read_options(config: pytest.Config) -> _Options:
 
     brokers: int = config.getoption("--chaos-brokers")
     version_option: str | None = config.getoption("--kafka-version")
-    version = version_option or os.environ.get(_ENV_KAFKA_VERSION) or versions.KAFKA_VERSION
+    version = versions.chosen_kafka_version(version_option)
     try:
         cluster = ClusterConfig(
             brokers=brokers, profile=config.getoption("--chaos-profile"), kafka_version=version
@@ -245,7 +244,7 @@ def _read_options(config: pytest.Config) -> _Options:
     except ConfigError as exc:
         given = [f"--chaos-brokers {brokers}"] if brokers != ClusterConfig.brokers else []
         if version != versions.KAFKA_VERSION:
-            given.append(_given("--kafka-version", version_option, _ENV_KAFKA_VERSION))
+            given.append(_given("--kafka-version", version_option, versions.KAFKA_VERSION_ENV))
         raise _usage(", ".join(given) or "cluster options", str(exc)) from None
 
     dir_option: str | None = config.getoption("--chaos-report-dir")
@@ -374,7 +373,8 @@ def chaos_images(pytestconfig: pytest.Config) -> ImageSet:
     """The images of the selected source, pulled or built as needed (once per session)."""
     from chaos.cluster.images import ensure_images
 
-    return ensure_images(pytestconfig.stash[_OPTIONS].images)
+    options = pytestconfig.stash[_OPTIONS]
+    return ensure_images(options.images, kafka_version=options.cluster.kafka_version)
 
 
 @pytest.fixture(scope="session")

@@ -97,11 +97,11 @@ class ClusterConfig:
             raise ConfigError(
                 f"profile {self.profile!r} is not one of {', '.join(PROFILES)} (--chaos-profile)"
             )
-        if self.kafka_version != versions.KAFKA_VERSION:
+        if self.kafka_version not in versions.SUPPORTED_KAFKA_VERSIONS:
             raise ConfigError(
-                f"kafka_version {self.kafka_version!r} is not supported yet: only the pinned "
-                f"{versions.KAFKA_VERSION} (chaos/versions.py) has an image; drop --kafka-version or pass "
-                f"{versions.KAFKA_VERSION}"
+                f"kafka_version {self.kafka_version!r} is not supported: choose one of "
+                f"{', '.join(versions.SUPPORTED_KAFKA_VERSIONS)} (chaos/versions.py), "
+                f"or drop --kafka-version for the default {versions.KAFKA_VERSION}"
             )
         for key, value in self.broker_overrides.items():
             if not isinstance(key, str) or not _PROPERTY.match(key):

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal, cast, get_args
 
+from chaos import versions
 from chaos.errors import ConfigError
 from chaos.run.terms import GUARANTEES, Guarantee
 
@@ -312,6 +313,7 @@ class GateFile:
     time_profile: TimeProfileName = "ci"
     retries: int = 1
     thresholds: Thresholds = field(default_factory=Thresholds)
+    kafka_version: str | None = None
     case_thresholds: Mapping[str, Thresholds] = field(default_factory=dict)
     baseline: Baseline = field(default_factory=Baseline)
     path: Path | None = None
@@ -332,6 +334,8 @@ class GateFile:
             problems.append(f"{where}: time_profile: expected one of {expected}; got {self.time_profile!r}")
         if type(self.retries) is not int or not 0 <= self.retries <= MAX_RETRIES:
             problems.append(f"{where}: retries: expected an integer 0..{MAX_RETRIES}; got {self.retries!r}")
+        if self.kafka_version is not None and self.kafka_version not in versions.SUPPORTED_KAFKA_VERSIONS:
+            problems.append(f"{where}: kafka_version: {_kafka_version_hint(self.kafka_version)}")
         if self.cases is not None:
             bad = [c for c in self.cases if not isinstance(c, str) or not CASE_ID.fullmatch(c)]
             if bad or not self.cases or len(set(self.cases)) != len(self.cases):
@@ -809,10 +813,18 @@ def flag(setting: Setting | None, default: bool) -> bool:
     raise GateFileError([f"{setting.origin}: {setting.key}: expected true or false; got {setting.value!r}"])
 
 
+def _kafka_version_hint(value: object) -> str:
+    return (
+        f"expected one of {', '.join(versions.SUPPORTED_KAFKA_VERSIONS)} (the Kafka the cases run on; "
+        f"leave it out for the session's, default {versions.KAFKA_VERSION}); got {value!r}"
+    )
+
+
 TOP_KEYS: Final = (
     "guarantee",
     "cases",
     "time_profile",
+    "kafka_version",
     "retries",
     "producer",
     "consumer",
@@ -868,6 +880,9 @@ def load_gate(path: str | Path) -> GateFile:
             ("cases",), f"expected distinct catalog ids such as ['PB1', 'ISR2'] (`chaos list`); got {cases!r}"
         )
         cases = None
+    kafka_version = data.get("kafka_version")
+    if kafka_version is not None and kafka_version not in versions.SUPPORTED_KAFKA_VERSIONS:
+        reader.problem(("kafka_version",), _kafka_version_hint(kafka_version))
     for key, default in (("time_profile", "ci"), ("retries", 1)):
         value = data.get(key, default)
         if key == "time_profile" and value not in TIME_PROFILES:
@@ -885,6 +900,7 @@ def load_gate(path: str | Path) -> GateFile:
         topic=topic,
         cases=tuple(cases) if cases is not None else None,
         time_profile=data.get("time_profile", "ci"),
+        kafka_version=kafka_version,
         retries=data.get("retries", 1),
         thresholds=thresholds,
         case_thresholds=case_thresholds,

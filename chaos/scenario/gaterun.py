@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
+from chaos import versions
 from chaos.errors import ChaosError
 from chaos.gate.baseline import describe_rule, observe
 from chaos.gate.cases import gate_cases
@@ -320,6 +321,7 @@ class GateSession:
     calibration: dict[str, list[Calibration]] = field(default_factory=dict)
     started_ts: float = field(default_factory=time.time)
     baseline: tuple[Path, GateReport] | None = None
+    kafka_version: str = versions.KAFKA_VERSION
 
     @classmethod
     def load(
@@ -388,6 +390,7 @@ class GateSession:
         """The team's settings as gate.json records them (secrets are redacted on output)."""
         gate = self.gate
         data: dict[str, Any] = {
+            "kafka_version": self.kafka_version,
             "producer": gate.producer.as_dict(),
             "topic": {s.key: s.value for s in gate.topic},
             "not_passed_to_the_run": list(self.notes),
@@ -604,6 +607,16 @@ def configure_gate(config: pytest.Config, render_index: Callable[[Path], object]
     except GateReportError as exc:
         raise pytest.UsageError(f"chaos: --chaos-gate-baseline {baseline}: {exc}") from None
     config.option.chaos_profile = session.gate.time_profile
+    given = config.getoption("--kafka-version", None)
+    wanted = session.gate.kafka_version
+    if wanted is not None and given is not None and given != wanted:
+        raise pytest.UsageError(
+            f"chaos gate: {path} sets kafka_version {wanted!r} and --kafka-version says {given!r}: "
+            "drop one of them"
+        )
+    if wanted is not None:
+        config.option.kafka_version = wanted
+    session.kafka_version = versions.chosen_kafka_version(config.getoption("--kafka-version", None))
     for stale in stale_outputs(out):
         stale.unlink()
     config.pluginmanager.register(GatePlugin(session, render_index), GATE_PLUGIN)

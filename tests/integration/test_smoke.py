@@ -1,4 +1,6 @@
-"""End-to-end smoke: one real broker from the selected image, confluent-kafka both ways, Spark."""
+"""End-to-end smoke: one real broker of each supported Kafka version
+(``chaos.versions.SUPPORTED_KAFKA_VERSIONS``) from the selected image source, confluent-kafka both ways,
+Spark's Kafka source."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from chaos.cluster.images import ImageSet
+from chaos import versions
+from chaos.cluster.config import ClusterConfig
+from chaos.cluster.images import ImageSet, Role, ensure_images
 from chaos.cluster.single import SingleBroker, single_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]
@@ -17,10 +21,29 @@ COUNT = 1000
 PARTITIONS = 3
 
 
-@pytest.fixture(scope="module")
-def broker(chaos_images: ImageSet) -> Iterator[SingleBroker]:
-    with single_broker(chaos_images) as running:
+@pytest.fixture(scope="module", params=versions.SUPPORTED_KAFKA_VERSIONS)
+def broker(
+    request: pytest.FixtureRequest, chaos_images: ImageSet, chaos_cluster_config: ClusterConfig
+) -> Iterator[SingleBroker]:
+    """A broker of each supported version: the session's images for the session's version, the others
+    made present from the same source (pulled, or built locally and cached per version)."""
+    version: str = request.param
+    images = chaos_images
+    if version != chaos_cluster_config.kafka_version:
+        images = ensure_images(chaos_images.source(Role.KAFKA), kafka_version=version)
+    with single_broker(images) as running:
         yield running
+
+
+def test_the_broker_runs_the_version_its_image_names(broker: SingleBroker) -> None:
+    """The broker's own startup line names the release its image is tagged with (the local build's jars,
+    or the official image)."""
+    from chaos.cluster.engine import docker_client
+
+    container = docker_client().containers.get(broker.container_name)
+    version = container.image.tags[0].rpartition(":")[2]
+    assert version in versions.SUPPORTED_KAFKA_VERSIONS
+    assert f"Kafka version: {version}" in container.logs().decode("utf-8", "replace")
 
 
 @pytest.fixture(scope="module")

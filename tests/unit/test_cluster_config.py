@@ -26,8 +26,15 @@ def test_broker_count_out_of_range(brokers: int) -> None:
         ClusterConfig(brokers=brokers)
 
 
-def test_only_the_pinned_kafka_version() -> None:
-    with pytest.raises(ConfigError, match=versions.KAFKA_VERSION):
+@pytest.mark.parametrize("version", versions.SUPPORTED_KAFKA_VERSIONS)
+def test_every_supported_kafka_version_is_accepted(version: str) -> None:
+    assert ClusterConfig(kafka_version=version).kafka_version == version
+
+
+def test_an_unsupported_kafka_version_names_the_supported_ones() -> None:
+    with pytest.raises(
+        ConfigError, match=r"'3\.9\.0' is not supported: choose one of 3\.9\.2, 4\.0\.2, 4\.1\.1"
+    ):
         ClusterConfig(kafka_version="3.9.0")
 
 

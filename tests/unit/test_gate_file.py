@@ -82,12 +82,20 @@ def test_a_minimal_file_takes_kafkas_topic_defaults(tmp_path: Path) -> None:
     assert gate.consumer is None
     assert gate.cases is None
     assert gate.time_profile == "ci"
+    assert gate.kafka_version is None  # the session's
     assert gate.retries == 1
     assert {s.key: (s.value, s.origin.source) for s in gate.topic} == {
         "replication_factor": ("1", "Kafka default"),
         "min.insync.replicas": ("1", "Kafka default"),
         "unclean.leader.election.enable": ("false", "Kafka default"),
     }
+
+
+def test_the_kafka_version_is_one_the_harness_supports(tmp_path: Path) -> None:
+    good = load_gate(write(tmp_path, 'guarantee = "at_least_once"\nkafka_version = "3.9.2"\n[producer]\n'))
+    assert good.kafka_version == "3.9.2"
+    path = write(tmp_path, 'guarantee = "at_least_once"\nkafka_version = "3.8.1"\n[producer]\n')
+    assert f"{path}:2: kafka_version: expected one of 3.9.2, 4.0.2, 4.1.1, 4.4.0" in problems(path)
 
 
 def test_an_unknown_top_level_key_is_named_with_its_line_and_the_closest_key(tmp_path: Path) -> None:

@@ -17,7 +17,11 @@ from chaos.cluster.images.local import CONTEXT_DIR
 RUN = CONTEXT_DIR / "kafka" / "run"
 
 
-def _run(tmp_path: Path, env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+def _run(tmp_path: Path, env: dict[str, str], jars: tuple[str, ...] = ()) -> tuple[dict[str, str], list[str]]:
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    for jar in jars:
+        (libs / jar).write_bytes(b"")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "java-calls"
@@ -25,7 +29,11 @@ def _run(tmp_path: Path, env: dict[str, str]) -> tuple[dict[str, str], list[str]
     fake_java.write_text(f'#!/bin/bash\nprintf "%s\\n" "$*" >> {calls}\n')
     fake_java.chmod(0o755)
     base = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_") and k != "CLUSTER_ID"}
-    base.update(PATH=f"{bin_dir}:{os.environ['PATH']}", CHAOS_KAFKA_CONFIG_DIR=str(tmp_path / "config"))
+    base.update(
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+        CHAOS_KAFKA_CONFIG_DIR=str(tmp_path / "config"),
+        CHAOS_KAFKA_LIBS_DIR=str(libs),
+    )
     subprocess.run(["bash", str(RUN)], env={**base, **env}, check=True, capture_output=True, timeout=30)
     lines = (tmp_path / "config" / "server.properties").read_text().splitlines()
     properties = dict(line.split("=", 1) for line in lines)
@@ -74,3 +82,25 @@ def test_defaults_give_a_single_combined_node(tmp_path: Path) -> None:
 def test_cluster_id_is_passed_to_the_formatter(tmp_path: Path, cluster_id: str) -> None:
     _, calls = _run(tmp_path, {"CLUSTER_ID": cluster_id})
     assert f"--cluster-id {cluster_id}" in calls[0]
+
+
+LOG4J2 = "-Dlog4j2.configurationFile=/etc/kafka/docker/log4j2.xml"
+RELOAD4J = "-Dlog4j.configuration=file:/etc/kafka/docker/log4j.properties"
+
+
+@pytest.mark.parametrize(
+    ("jars", "logging"),
+    [
+        (("kafka_2.13-4.1.1.jar", "log4j-core-2.24.3.jar"), LOG4J2),
+        (("kafka_2.13-3.9.2.jar", "reload4j-1.2.25.jar"), RELOAD4J),
+    ],
+)
+def test_the_logging_configuration_follows_the_release_on_the_classpath(
+    tmp_path: Path, jars: tuple[str, ...], logging: str
+) -> None:
+    """Kafka 4 logs through log4j 2, a 3.x release through reload4j: both the formatter and the broker get
+    the configuration of the backend whose jar is there, and the classpath is the libs directory."""
+    _, calls = _run(tmp_path, {}, jars)
+    for call in calls:
+        assert logging in call
+        assert f"-cp {tmp_path / 'libs'}/*" in call

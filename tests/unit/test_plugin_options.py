@@ -38,13 +38,13 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
         (
             ["--kafka-version", "9.9.9"],
             {},
-            "ERROR: chaos: --kafka-version 9.9.9: kafka_version '9.9.9' is not supported yet*"
-            f"pass {versions.KAFKA_VERSION}",
+            "ERROR: chaos: --kafka-version 9.9.9: kafka_version '9.9.9' is not supported: choose one of*"
+            f"default {versions.KAFKA_VERSION}",
         ),
         (
             [],
             {"CHAOS_KAFKA_VERSION": "9.9.9"},
-            "ERROR: chaos: CHAOS_KAFKA_VERSION='9.9.9': kafka_version '9.9.9' is not supported yet*",
+            "ERROR: chaos: CHAOS_KAFKA_VERSION='9.9.9': kafka_version '9.9.9' is not supported: choose*",
         ),
         (
             ["--chaos-brokers", "7"],

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chaos import versions
 from chaos.cluster.engine import docker_client
 from chaos.cluster.images.catalog import ENV_SOURCE, ImageSet, Role, Source, official_ref
 from chaos.cluster.images.local import ROLE_IMAGE, ensure_local, image_present, recipes
-from chaos.errors import ImagePullFailed
+from chaos.errors import ConfigError, ImagePullFailed
 from chaos.progress import console, step
 
 __all__ = ["ImageSet", "ImageStatus", "Role", "Source", "ensure_images", "image_status", "pull_official"]
 
 
-def pull_official(role: Role) -> str:
+def pull_official(role: Role, kafka_version: str = versions.KAFKA_VERSION) -> str:
     """Pull the official image for ``role`` unless present; raise ImagePullFailed saying how to go local —
     when the engine refuses the pull, and when it does not answer in time or drops the connection (a slow
     or unreachable registry), so ``auto`` falls back to the local build in either case."""
@@ -25,7 +26,7 @@ def pull_official(role: Role) -> str:
     import requests.exceptions
     import urllib3.exceptions
 
-    ref = official_ref(role)
+    ref = official_ref(role, kafka_version)
     if image_present(ref):
         return ref
     repository, _, tag = ref.rpartition(":")
@@ -50,23 +51,32 @@ def pull_official(role: Role) -> str:
     return ref
 
 
-def _ensure_role(role: Role, source: Source) -> tuple[str, Source]:
+def _ensure_role(role: Role, source: Source, kafka_version: str) -> tuple[str, Source]:
     if source is Source.LOCAL:
-        return ensure_local(ROLE_IMAGE[role]), Source.LOCAL
+        return ensure_local(ROLE_IMAGE[role], kafka_version=kafka_version), Source.LOCAL
     if source is Source.OFFICIAL:
-        return pull_official(role), Source.OFFICIAL
+        return pull_official(role, kafka_version), Source.OFFICIAL
     try:
-        return pull_official(role), Source.OFFICIAL
+        return pull_official(role, kafka_version), Source.OFFICIAL
     except ImagePullFailed as exc:
         why = exc.reason.rsplit(": ", 1)[-1]
-        console.print(f"  [dim]{official_ref(role)} cannot be pulled ({why}); using the local build[/dim]")
-        return ensure_local(ROLE_IMAGE[role]), Source.LOCAL
+        ref = official_ref(role, kafka_version)
+        console.print(f"  [dim]{ref} cannot be pulled ({why}); using the local build[/dim]")
+        return ensure_local(ROLE_IMAGE[role], kafka_version=kafka_version), Source.LOCAL
 
 
-def ensure_images(source: Source | str | None = None) -> ImageSet:
-    """Make every image a cluster needs present, pulling or building as ``source`` says."""
+def ensure_images(
+    source: Source | str | None = None, *, kafka_version: str = versions.KAFKA_VERSION
+) -> ImageSet:
+    """Make every image a cluster of ``kafka_version`` needs present, pulling or building as ``source``
+    says."""
+    if kafka_version not in versions.SUPPORTED_KAFKA_VERSIONS:
+        raise ConfigError(
+            f"Kafka {kafka_version!r} is not supported: choose one of "
+            f"{', '.join(versions.SUPPORTED_KAFKA_VERSIONS)} (chaos/versions.py)"
+        )
     chosen = source if isinstance(source, Source) else Source.parse(source)
-    resolved = {role: _ensure_role(role, chosen) for role in Role}
+    resolved = {role: _ensure_role(role, chosen, kafka_version) for role in Role}
     return ImageSet(
         kafka=resolved[Role.KAFKA][0],
         toxiproxy=resolved[Role.TOXIPROXY][0],
@@ -86,13 +96,14 @@ class ImageStatus:
     local_state: str
 
 
-def image_status() -> list[ImageStatus]:
-    """The official and local image of every role (and the local-only base), with what is present."""
+def image_status(kafka_version: str = versions.KAFKA_VERSION) -> list[ImageStatus]:
+    """The official and local image of every role (and the local-only base), with what is present; Kafka's
+    of ``kafka_version``."""
     rows = []
     by_image = {name: role for role, name in ROLE_IMAGE.items()}
-    for name, local in recipes().items():
+    for name, local in recipes(kafka_version).items():
         role = by_image.get(name)
-        official = official_ref(role) if role else None
+        official = official_ref(role, kafka_version) if role else None
         rows.append(
             ImageStatus(
                 name, official, image_present(official) if official else False, local.tag, local.state()

@@ -41,13 +41,14 @@ class Source(enum.StrEnum):
             ) from None
 
 
-def official_ref(role: Role) -> str:
-    """The official image for ``role``; ``CHAOS_<ROLE>_IMAGE`` overrides it (e.g. a mirror's name)."""
+def official_ref(role: Role, kafka_version: str = versions.KAFKA_VERSION) -> str:
+    """The official image for ``role`` (Kafka's of ``kafka_version``); ``CHAOS_<ROLE>_IMAGE`` overrides it
+    (e.g. a mirror's name)."""
     override = os.environ.get(f"CHAOS_{role.value.upper()}_IMAGE")
     if override:
         return override
     return {
-        Role.KAFKA: versions.OFFICIAL_KAFKA_IMAGE,
+        Role.KAFKA: f"{versions.OFFICIAL_KAFKA_REPOSITORY}:{kafka_version}",
         Role.TOXIPROXY: versions.OFFICIAL_TOXIPROXY_IMAGE,
         Role.REAPER: versions.OFFICIAL_RYUK_IMAGE,
     }[role]

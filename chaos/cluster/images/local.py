@@ -12,6 +12,7 @@ Each image carries a label with the hash of its inputs; ``ensure`` rebuilds only
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -90,22 +91,22 @@ def _base_hash() -> str:
     )
 
 
-def recipes() -> dict[str, LocalImage]:
-    """Every local image, keyed by name, in build order."""
+def recipes(kafka_version: str = versions.KAFKA_VERSION) -> dict[str, LocalImage]:
+    """Every local image, keyed by name, in build order; ``kafka`` is the one of ``kafka_version``."""
     base = LocalImage(
         "jre-base", f"chaos-harness/jre-base:{versions.DEBIAN_SUITE}-17", _base_hash(), _build_base
     )
     kafka = LocalImage(
         "kafka",
-        f"chaos-harness/kafka:{versions.KAFKA_VERSION}",
+        f"chaos-harness/kafka:{kafka_version}",
         _digest(
             base.build_hash,
-            versions.KAFKA_VERSION,
+            kafka_version,
             versions.SCALA_BINARY_VERSION,
-            versions.LOG4J_VERSION,
+            _logging_dependencies(kafka_version),
             _files_digest(CONTEXT_DIR / "kafka"),
         ),
-        _build_kafka,
+        functools.partial(_build_kafka, kafka_version=kafka_version),
         depends_on=("jre-base",),
     )
     toxiproxy = LocalImage(
@@ -130,12 +131,13 @@ def recipes() -> dict[str, LocalImage]:
 ROLE_IMAGE = {Role.KAFKA: "kafka", Role.TOXIPROXY: "toxiproxy", Role.REAPER: "reaper"}
 
 
-def ensure_local(name: str, *, force: bool = False) -> str:
-    """Build ``name`` (and what it depends on) unless the current build is present; return its tag."""
-    images = recipes()
+def ensure_local(name: str, *, force: bool = False, kafka_version: str = versions.KAFKA_VERSION) -> str:
+    """Build ``name`` (and what it depends on) unless the current build is present; return its tag.
+    ``kafka_version``: which Kafka the ``kafka`` image runs."""
+    images = recipes(kafka_version)
     image = images[name]
     for dependency in image.depends_on:
-        ensure_local(dependency, force=False)
+        ensure_local(dependency, force=False, kafka_version=kafka_version)
     if force or image.state() != "current":
         # One build of an image at a time on this machine: they share its build dir and logs. A session that
         # waited finds the other's build current and is done.
@@ -276,21 +278,48 @@ def _fresh_context(image: LocalImage, source: Path) -> Path:
     return context
 
 
-def _build_kafka(image: LocalImage) -> None:
-    base = recipes()["jre-base"].tag
+_LOGGING_DEPENDENCY = """    <dependency>
+      <groupId>{group}</groupId>
+      <artifactId>{artifact}</artifactId>
+      <version>{version}</version>
+    </dependency>
+"""
+
+
+def _logging_dependencies(kafka_version: str) -> str:
+    """The POM dependencies that give a Kafka release its logging (its own POM has no SLF4J binding)."""
+    if versions.kafka_logging(kafka_version) == "reload4j":
+        wanted = [
+            ("ch.qos.reload4j", "reload4j", versions.RELOAD4J_VERSION),
+            ("org.slf4j", "slf4j-reload4j", versions.SLF4J_VERSION),
+        ]
+    else:
+        wanted = [("org.apache.logging.log4j", "log4j-slf4j-impl", versions.LOG4J_VERSION)]
+    return "".join(_LOGGING_DEPENDENCY.format(group=g, artifact=a, version=v) for g, a, v in wanted)
+
+
+def kafka_pom(kafka_version: str) -> str:
+    """The POM whose runtime classpath is the broker of ``kafka_version``."""
+    pom = (CONTEXT_DIR / "kafka" / "pom.xml").read_text()
+    return (
+        pom.replace("@KAFKA_VERSION@", kafka_version)
+        .replace("@SCALA_BINARY_VERSION@", versions.SCALA_BINARY_VERSION)
+        .replace("@LOGGING_DEPENDENCIES@\n", _logging_dependencies(kafka_version))
+    )
+
+
+def _build_kafka(image: LocalImage, *, kafka_version: str) -> None:
+    base = recipes(kafka_version)["jre-base"].tag
     libs_cache = _build_dir(image) / "libs"
     if not any(libs_cache.glob("kafka_*.jar")):
         pom_dir = _build_dir(image) / "maven"
         pom_dir.mkdir(exist_ok=True)
-        pom = (CONTEXT_DIR / "kafka" / "pom.xml").read_text()
-        for key in ("KAFKA_VERSION", "SCALA_BINARY_VERSION", "LOG4J_VERSION"):
-            pom = pom.replace(f"@{key}@", getattr(versions, key))
-        (pom_dir / "pom.xml").write_text(pom)
+        (pom_dir / "pom.xml").write_text(kafka_pom(kafka_version))
         copy_runtime_classpath(
             pom_dir,
             libs_cache,
-            _log_path(image, "maven"),
-            f"fetching Kafka {versions.KAFKA_VERSION} jars with Maven",
+            _log_path(image, f"maven-{kafka_version}"),
+            f"fetching Kafka {kafka_version} jars with Maven",
         )
     context = _fresh_context(image, CONTEXT_DIR / "kafka")
     (context / "pom.xml").unlink()
