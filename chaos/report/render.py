@@ -241,6 +241,8 @@ def reproduce_command(info: ScenarioInfo | None, context: RunContext | None) -> 
         parts.append(f"--chaos-profile={profile}")
     if info is not None and info.brokers is not None:
         parts.append(f"--chaos-brokers={info.brokers}")
+    if info is not None and info.kafka_version is not None:
+        parts.append(f"--kafka-version={info.kafka_version}")
     return shlex.join(parts)
 
 

@@ -321,6 +321,7 @@ class ScenarioInfo:
     broker_config: Settings = field(default_factory=dict)
     time_profile: str | None = None
     brokers: int | None = None
+    kafka_version: str | None = None
     seed: int | None = None
     plan: Mapping[str, Any] | None = None
     expected_symptoms: tuple[ExpectedSymptom, ...] = ()
@@ -355,6 +356,7 @@ class ScenarioInfo:
             "nodeid",
             "command",
             "error",
+            "kafka_version",
         ):
             _need(_opt_str(getattr(self, attr)), self, attr, "a str or null", getattr(self, attr))
         for attr in ("producer_config", "consumer_config", "broker_config"):
@@ -433,6 +435,7 @@ class ScenarioInfo:
             "broker_config": dict(self.broker_config),
             "time_profile": self.time_profile,
             "brokers": self.brokers,
+            "kafka_version": self.kafka_version,
             "seed": self.seed,
             "plan": dict(self.plan) if self.plan is not None else None,
             "expected_symptoms": [s.to_dict() for s in self.expected_symptoms],

@@ -53,6 +53,7 @@ def describe_run(
         broker_config=dict(cluster.config.broker_config()),
         time_profile=time_profile.name,
         brokers=len(cluster.brokers) or None,
+        kafka_version=cluster.config.kafka_version,
         seed=seed,
         expected_symptoms=scenario.symptoms(variant),
         remediation=scenario.remediation,

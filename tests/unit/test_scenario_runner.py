@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 import chaos.faults.nemesis
+from chaos import versions
 from chaos.cluster.cluster import KafkaCluster
 from chaos.cluster.images.catalog import ImageSet
 from chaos.errors import ConfigError, FaultError
@@ -100,6 +101,7 @@ def test_a_run_records_its_faults_and_scenario_json(tmp_path: Path) -> None:
         assert started.ended_ts is None
         assert started.guarantee == "at_least_once"
         assert started.remediation == SCENARIO.remediation
+        assert started.kafka_version == versions.KAFKA_VERSION  # the cluster's, for the report and the matrix
         fault = run.fault(Marker, 2)
         fault.inject()
         left_active = run.fault(Marker, 2)
