@@ -271,6 +271,16 @@ def report(run_dir: str) -> None:
         console.print(f"index: {index}", highlight=False)
 
 
+@cli.command()
+@click.argument("columns", nargs=-1, required=True, metavar="LABEL=REPORT_DIR...")
+def matrix(columns: tuple[str, ...]) -> None:
+    """Print a Markdown table comparing report trees (e.g. one `make chaos` per Kafka version): a row per
+    case variant, a column per LABEL, each cell the verdict, lost acks, duplicates and longest outage."""
+    from chaos.report.matrix import matrix_markdown, parse_columns
+
+    click.echo(matrix_markdown(parse_columns(columns)), nl=False)
+
+
 @cli.command("list")
 def scenarios_list() -> None:
     """List the built-in catalog's scenarios with their catalog ids and variants."""
