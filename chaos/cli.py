@@ -309,8 +309,19 @@ def scenarios_list() -> None:
 )
 @click.option("--variant", default=None, help="Run one variant only (default: all of them).")
 @_KAFKA_VERSION_OPTION
+@click.option(
+    "--group-protocol",
+    type=click.Choice(["classic", "consumer"]),
+    default=None,
+    help="The group members' protocol (default: $CHAOS_GROUP_PROTOCOL, else classic; consumer: Kafka 4+).",
+)
 def scenario_run(
-    scenario_id: str, seed: int | None, profile: str, variant: str | None, kafka_version: str | None
+    scenario_id: str,
+    seed: int | None,
+    profile: str,
+    variant: str | None,
+    kafka_version: str | None,
+    group_protocol: str | None,
 ) -> None:
     """Run one catalog scenario (by id or catalog id, e.g. PB1) through pytest.
 
@@ -323,7 +334,8 @@ def scenario_run(
 
     from chaos.scenario import find, pytest_args
 
-    extra = ("--kafka-version", kafka_version) if kafka_version else ()
+    extra: tuple[str, ...] = ("--kafka-version", kafka_version) if kafka_version else ()
+    extra += ("--chaos-group-protocol", group_protocol) if group_protocol else ()
     args = pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant, extra=extra)
     console.print(f"[dim]pytest {shlex.join(args)}[/dim]", highlight=False)
     status = int(pytest.main(args))

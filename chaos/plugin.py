@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from chaos.cluster.images import ImageSet, Source
     from chaos.faults.nemesis import Nemesis
     from chaos.run.locks import RunDirs
+    from chaos.run.profiles import GroupProtocol
     from chaos.scenario import Scenario, ScenarioRun
 
 _RUN_IDS = pytest.StashKey[list[str]]()
@@ -42,6 +43,7 @@ _OPTIONS = pytest.StashKey["_Options"]()
 _RUN_DIRS: pytest.StashKey[RunDirs] = pytest.StashKey()
 _ENV_SEED = "CHAOS_SEED"
 _ENV_REPORT_DIR = "CHAOS_REPORT_DIR"
+_ENV_GROUP_PROTOCOL = "CHAOS_GROUP_PROTOCOL"
 _SIGTERM_BEFORE = pytest.StashKey["Callable[[int, FrameType | None], object] | int | None"]()
 
 
@@ -73,6 +75,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Kafka version of the cluster (default: $CHAOS_KAFKA_VERSION, else the pinned default); one of "
         "chaos.versions.SUPPORTED_KAFKA_VERSIONS.",
+    )
+    group.addoption(
+        "--chaos-group-protocol",
+        default=None,
+        help="Consumer-group protocol of the scenarios' group members: classic (default) or consumer "
+        "(KIP-848, Kafka 4.0+); default $CHAOS_GROUP_PROTOCOL. A variant that sets group.protocol keeps it.",
     )
     group.addoption(
         "--chaos-strict-symptoms",
@@ -203,6 +211,7 @@ class _Options:
     report_dir: Path
     seed: int
     cluster: ClusterConfig
+    group_protocol: GroupProtocol
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -216,6 +225,7 @@ def _read_options(config: pytest.Config) -> _Options:
     from chaos.cluster.images.catalog import ENV_SOURCE, Source
     from chaos.errors import ConfigError
     from chaos.paths import reports_dir
+    from chaos.run.profiles import GROUP_PROTOCOLS
 
     images_option = config.getoption("--chaos-images")
     try:
@@ -261,7 +271,24 @@ def _read_options(config: pytest.Config) -> _Options:
                 _given("--chaos-report-dir", dir_option, _ENV_REPORT_DIR),
                 f"cannot create or write {report_dir} ({exc.strerror or exc}); name a writable directory",
             ) from None
-    return _Options(images=images, report_dir=report_dir, seed=seed, cluster=cluster)
+    protocol_option: str | None = config.getoption("--chaos-group-protocol")
+    protocol = (protocol_option or os.environ.get(_ENV_GROUP_PROTOCOL) or "classic").strip().lower()
+    given_protocol = _given("--chaos-group-protocol", protocol_option, _ENV_GROUP_PROTOCOL)
+    if protocol not in GROUP_PROTOCOLS:
+        raise _usage(given_protocol, f"expected one of {', '.join(GROUP_PROTOCOLS)}")
+    if protocol == "consumer" and int(cluster.kafka_version.split(".")[0]) < 4:
+        raise _usage(
+            given_protocol,
+            f"the consumer group protocol (KIP-848) is generally available from Kafka 4.0; the cluster runs "
+            f"{cluster.kafka_version}: pass --kafka-version 4.0.2 or later, or use the classic protocol",
+        )
+    return _Options(
+        images=images,
+        report_dir=report_dir,
+        seed=seed,
+        cluster=cluster,
+        group_protocol=protocol,
+    )
 
 
 def _given(option: str, value: object, env: str) -> str:
@@ -548,6 +575,7 @@ def scenario_run(
             nodeid=request.node.nodeid,
             engine=engine,
             strict_symptoms=pytestconfig.getoption("--chaos-strict-symptoms"),
+            group_protocol=pytestconfig.stash[_OPTIONS].group_protocol,
         )
 
     return make

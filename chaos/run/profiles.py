@@ -19,6 +19,10 @@ fault test waits on, keeping their ordering (heartbeat < session, fetch wait < l
 * ``group.initial.rebalance.delay.ms`` 3000 → 0: the first consumer-group join is not held back.
 * ``offsets.topic.num.partitions`` 50 → 6: the consumer-offsets topic is created on the first group
   operation; 50 partitions × RF 3 take seconds on a small machine and make every health check slower.
+* ``group.consumer.session.timeout.ms`` 45000 → 9000 and ``group.consumer.heartbeat.interval.ms``
+  5000 → 1000 (their minimums 45000 / 5000 → 6000 / 1000): under the consumer group protocol (KIP-848,
+  ``group.protocol=consumer``) the broker, not the client, sets a member's session and heartbeat; the ``ci``
+  session is the classic protocol's (45000 × 0.2).
 
 **Client profiles**: a :class:`ClientProfile` is a named producer (and, where it matters, consumer)
 configuration plus the delivery guarantee it claims; the audit judges a run against that claim.
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
@@ -37,6 +41,18 @@ from chaos.run.terms import GUARANTEES, Guarantee
 
 ConfigValue = str | int | float | bool
 ConfigItems = tuple[tuple[str, ConfigValue], ...]
+
+GroupProtocol = Literal["classic", "consumer"]
+GROUP_PROTOCOLS: Final[tuple[GroupProtocol, ...]] = ("classic", "consumer")
+"""librdkafka's ``group.protocol``: the classic rebalance protocol, or KIP-848's consumer protocol (the
+broker assigns partitions and sets the session; Kafka 4.0 and later)."""
+CLASSIC_ONLY_CONSUMER_KEYS: Final[tuple[str, ...]] = (
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "partition.assignment.strategy",
+    "group.protocol.type",
+)
+"""Consumer settings of the classic protocol that librdkafka refuses with ``group.protocol=consumer``."""
 
 # ---- time profiles ---------------------------------------------------------------------------------
 
@@ -66,6 +82,10 @@ KAFKA_BROKER_DEFAULTS: Final[Mapping[str, str]] = MappingProxyType(
         "broker.heartbeat.interval.ms": "2000",
         "group.initial.rebalance.delay.ms": "3000",
         "offsets.topic.num.partitions": "50",
+        "group.consumer.session.timeout.ms": "45000",
+        "group.consumer.min.session.timeout.ms": "45000",
+        "group.consumer.heartbeat.interval.ms": "5000",
+        "group.consumer.min.heartbeat.interval.ms": "5000",
     }
 )
 """Kafka's own defaults of the broker settings a time profile may change (the ``faithful`` values)."""
@@ -77,6 +97,10 @@ CI_BROKER_CONFIG: Final[Mapping[str, str]] = MappingProxyType(
         "broker.heartbeat.interval.ms": "1000",
         "group.initial.rebalance.delay.ms": "0",
         "offsets.topic.num.partitions": "6",
+        "group.consumer.session.timeout.ms": "9000",
+        "group.consumer.min.session.timeout.ms": "6000",
+        "group.consumer.heartbeat.interval.ms": "1000",
+        "group.consumer.min.heartbeat.interval.ms": "1000",
     }
 )
 """Broker settings the ``ci`` profile changes from Kafka's defaults (see the module docstring)."""
@@ -277,6 +301,26 @@ class ClientProfile:
     @property
     def consumer_settings(self) -> dict[str, ConfigValue]:
         return dict(self.consumer)
+
+    @property
+    def group_protocol(self) -> GroupProtocol:
+        """The group members' protocol: ``consumer`` when the consumer settings say so, else ``classic``."""
+        return (
+            "consumer"
+            if str(self.consumer_settings.get("group.protocol", "")).lower() == "consumer"
+            else "classic"
+        )
+
+    def with_group_protocol(self, protocol: GroupProtocol) -> ClientProfile:
+        """This profile with its members on ``protocol`` (a session's ``--chaos-group-protocol``); a profile
+        that sets ``group.protocol`` itself keeps it, and ``classic`` changes nothing."""
+        if protocol not in GROUP_PROTOCOLS:
+            raise ConfigError(
+                f"group protocol: expected one of {', '.join(GROUP_PROTOCOLS)}; got {protocol!r}"
+            )
+        if protocol == "classic" or "group.protocol" in self.consumer_settings:
+            return self
+        return replace(self, consumer=(*self.consumer, ("group.protocol", protocol)))
 
     @property
     def idempotent(self) -> bool:

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from chaos.audit.run import Engine
     from chaos.cluster.cluster import KafkaCluster
     from chaos.run.events import PartitionState as LiveState
+    from chaos.run.profiles import GroupProtocol
 
 F = TypeVar("F", bound=Fault)
 
@@ -76,6 +77,8 @@ class ScenarioRun(RunWorkers):
     ``__enter__`` writes ``scenario.json`` and opens the history; :meth:`finish` ends the run;
     ``__exit__`` (on an exception, or without :meth:`finish`) heals, captures logs, closes the history and
     records the error in ``scenario.json`` — so a crashed run still leaves a readable run directory.
+    ``group_protocol``: the members' consumer-group protocol unless the variant sets ``group.protocol``
+    (:meth:`~chaos.run.profiles.ClientProfile.with_group_protocol`; the plugin's ``--chaos-group-protocol``).
     """
 
     def __init__(
@@ -91,6 +94,7 @@ class ScenarioRun(RunWorkers):
         engine: Engine = "reference",
         spark_master: str = "local[2]",
         strict_symptoms: bool | None = None,
+        group_protocol: GroupProtocol = "classic",
     ) -> None:
         super().__init__()
         self.scenario = scenario
@@ -112,7 +116,7 @@ class ScenarioRun(RunWorkers):
         self.group = f"g-{self.run_id}"
         self.faults = FaultLog()
         self.faults.subscribe(self._on_fault)
-        self.client = variant_client(self.variant)
+        self.client = variant_client(self.variant).with_group_protocol(group_protocol)
         self._info = ScenarioInfo(scenario_id=scenario_id(scenario, self.variant))
         self._history: Recorder | None = None
         self._events: list[Event] = []

@@ -22,6 +22,7 @@ from chaos.run.profiles import (
     BROKER_MIN_SESSION_TIMEOUT_MS,
     CI,
     CI_SCALE,
+    CLASSIC_ONLY_CONSUMER_KEYS,
     FAITHFUL,
     FAITHFUL_MS,
     FIRE_AND_FORGET,
@@ -155,14 +156,15 @@ def consumer_layers(
     ``owner`` names the overrides' origin (default ``overrides of <client_id>``)."""
     layers = _common(bootstrap_servers, client_id, time)
     layers.put(HARNESS, {"group.id": group_id})
-    layers.put(
-        time_origin(time.name),
-        {
-            "session.timeout.ms": time.session_timeout_ms,
-            "heartbeat.interval.ms": time.heartbeat_interval_ms,
-            "max.poll.interval.ms": time.max_poll_interval_ms,
-        },
-    )
+    timeouts: dict[str, ConfigValue] = {
+        "session.timeout.ms": time.session_timeout_ms,
+        "heartbeat.interval.ms": time.heartbeat_interval_ms,
+        "max.poll.interval.ms": time.max_poll_interval_ms,
+    }
+    asked = {**client.consumer_settings, **dict(overrides or {})}.get("group.protocol", "classic")
+    if str(asked).lower() == "consumer":  # the broker sets session and heartbeat: the profile's broker side
+        timeouts = {k: v for k, v in timeouts.items() if k not in CLASSIC_ONLY_CONSUMER_KEYS}
+    layers.put(time_origin(time.name), timeouts)
     layers.put(HARNESS, {"auto.offset.reset": "earliest", "isolation.level": "read_uncommitted"})
     layers.put(client_origin(client.name), client.consumer_settings)
     layers.put(

@@ -64,6 +64,17 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
         (["--chaos-seed", "abc"], {}, "*--chaos-seed: invalid int value: 'abc'"),
         (["--chaos-brokers", "three"], {}, "*--chaos-brokers: invalid int value: 'three'"),
         (["--chaos-images", "offical"], {}, "*--chaos-images: invalid choice: 'offical'*"),
+        (
+            [],
+            {"CHAOS_GROUP_PROTOCOL": "eager"},
+            "ERROR: chaos: CHAOS_GROUP_PROTOCOL='eager': expected one of classic, consumer",
+        ),
+        (
+            ["--chaos-group-protocol", "consumer", "--kafka-version", "3.9.2"],
+            {},
+            "ERROR: chaos: --chaos-group-protocol consumer: the consumer group protocol (KIP-848) is generally "
+            "available from Kafka 4.0; the cluster runs 3.9.2: pass --kafka-version 4.0.2 or later*",
+        ),
     ],
     ids=[
         "kafka-version",
@@ -74,6 +85,8 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
         "seed-option",
         "brokers-option",
         "images-option",
+        "CHAOS_GROUP_PROTOCOL",
+        "consumer-protocol-on-3.9",
     ],
 )
 def test_bad_input_is_one_usage_error(

@@ -155,6 +155,35 @@ def test_consumer_config() -> None:
     )
 
 
+def test_the_consumer_group_protocol_leaves_session_and_heartbeat_to_the_broker() -> None:
+    """``group.protocol=consumer`` (KIP-848): the time profile's classic keys are left out — librdkafka would
+    refuse them — and the broker gets the profile's session and heartbeat instead; a team that sets one of
+    them anyway is told by librdkafka's own refusal."""
+    from chaos.run.profiles import CLASSIC_ONLY_CONSUMER_KEYS
+    from chaos.workload.clientconf import ClientConfigError
+
+    on_consumer = IDEMPOTENT.with_group_protocol("consumer")
+    assert (on_consumer.group_protocol, IDEMPOTENT.group_protocol) == ("consumer", "classic")
+    assert IDEMPOTENT.with_group_protocol("classic") is IDEMPOTENT
+    assert on_consumer.with_group_protocol("consumer") is on_consumer  # set once, kept
+    config = consumer_config(on_consumer, BOOT, "c", "g", CI)  # librdkafka accepted it (a real consumer)
+    assert config["group.protocol"] == "consumer"
+    assert not set(CLASSIC_ONLY_CONSUMER_KEYS) & set(config)
+    assert config["max.poll.interval.ms"] == CI.max_poll_interval_ms
+    by_override = consumer_config(IDEMPOTENT, BOOT, "c", "g", CI, overrides={"group.protocol": "consumer"})
+    assert "session.timeout.ms" not in by_override
+    with pytest.raises(
+        ClientConfigError, match=r"session\.timeout\.ms. is not supported for .group\.protocol=consumer"
+    ):
+        consumer_config(on_consumer, BOOT, "c", "g", CI, overrides={"session.timeout.ms": 7000})
+    with pytest.raises(ConfigError, match="expected one of classic, consumer"):
+        IDEMPOTENT.with_group_protocol("eager")  # type: ignore[arg-type]
+    broker = CI.broker_config
+    assert int(broker["group.consumer.min.session.timeout.ms"]) <= CI.session_timeout_ms
+    assert broker["group.consumer.session.timeout.ms"] == str(CI.session_timeout_ms)
+    assert int(broker["group.consumer.heartbeat.interval.ms"]) < CI.session_timeout_ms
+
+
 @pytest.mark.parametrize(
     ("strategy", "auto_commit", "auto_store"),
     [
