@@ -313,14 +313,23 @@ class ClientProfile:
 
     def with_group_protocol(self, protocol: GroupProtocol) -> ClientProfile:
         """This profile with its members on ``protocol`` (a session's ``--chaos-group-protocol``); a profile
-        that sets ``group.protocol`` itself keeps it, and ``classic`` changes nothing."""
+        that sets ``group.protocol`` itself keeps it, and ``classic`` changes nothing. Onto the consumer
+        protocol, the classic-only settings (:data:`CLASSIC_ONLY_CONSUMER_KEYS`: the session and heartbeat
+        are the broker's then) are left out — :meth:`moved_by` says which."""
         if protocol not in GROUP_PROTOCOLS:
             raise ConfigError(
                 f"group protocol: expected one of {', '.join(GROUP_PROTOCOLS)}; got {protocol!r}"
             )
         if protocol == "classic" or "group.protocol" in self.consumer_settings:
             return self
-        return replace(self, consumer=(*self.consumer, ("group.protocol", protocol)))
+        kept = tuple((k, v) for k, v in self.consumer if k not in CLASSIC_ONLY_CONSUMER_KEYS)
+        return replace(self, consumer=(*kept, ("group.protocol", protocol)))
+
+    def moved_by(self, other: ClientProfile) -> dict[str, ConfigValue]:
+        """The consumer settings of this profile that ``other`` (:meth:`with_group_protocol` of it) left
+        out."""
+        theirs = other.consumer_settings
+        return {k: v for k, v in self.consumer_settings.items() if k not in theirs}
 
     @property
     def idempotent(self) -> bool:

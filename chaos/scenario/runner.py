@@ -116,7 +116,9 @@ class ScenarioRun(RunWorkers):
         self.group = f"g-{self.run_id}"
         self.faults = FaultLog()
         self.faults.subscribe(self._on_fault)
-        self.client = variant_client(self.variant).with_group_protocol(group_protocol)
+        declared = variant_client(self.variant)
+        self.client = declared.with_group_protocol(group_protocol)
+        self._left_to_broker = declared.moved_by(self.client)
         self._info = ScenarioInfo(scenario_id=scenario_id(scenario, self.variant))
         self._history: Recorder | None = None
         self._events: list[Event] = []
@@ -151,6 +153,12 @@ class ScenarioRun(RunWorkers):
         )
         self._history = Recorder(self.dir, self.run_id)
         self.started = time.monotonic()
+        if self._left_to_broker:
+            settings = ", ".join(f"{k}={v}" for k, v in sorted(self._left_to_broker.items()))
+            self.note(
+                f"consumer group protocol: the variant's {settings} left out (the broker's "
+                "group.consumer.* settings of the time profile apply)"
+            )
         return self
 
     def __exit__(

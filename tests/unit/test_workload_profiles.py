@@ -176,6 +176,13 @@ def test_the_consumer_group_protocol_leaves_session_and_heartbeat_to_the_broker(
         ClientConfigError, match=r"session\.timeout\.ms. is not supported for .group\.protocol=consumer"
     ):
         consumer_config(on_consumer, BOOT, "c", "g", CI, overrides={"session.timeout.ms": 7000})
+    mpi1 = custom_profile(
+        "mpi1", "at_least_once", {}, {"session.timeout.ms": 6000, "max.poll.interval.ms": 6000}
+    )
+    moved = mpi1.with_group_protocol("consumer")
+    assert moved.consumer_settings == {"max.poll.interval.ms": 6000, "group.protocol": "consumer"}
+    assert mpi1.moved_by(moved) == {"session.timeout.ms": 6000}  # the run notes it: the broker's now
+    assert consumer_config(moved, BOOT, "c", "g", CI)["max.poll.interval.ms"] == 6000
     with pytest.raises(ConfigError, match="expected one of classic, consumer"):
         IDEMPOTENT.with_group_protocol("eager")  # type: ignore[arg-type]
     broker = CI.broker_config
