@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup provision chaos test lint smoke bench clean reliability spark-cluster
+.PHONY: setup provision chaos test lint smoke bench clean reliability spark-cluster matrix
 
 setup:
 	@scripts/setup.sh
@@ -51,6 +51,27 @@ reliability: provision
 ## ≈ 3 min, outside `make test` for its time (docs/spark-cluster.md).
 spark-cluster: provision
 	$(BIN)/pytest $(SPARK_CLUSTER) $(PYTEST_ARGS)
+
+## The catalog on every supported Kafka version, and the group cases under the consumer protocol on Kafka 4
+## (≈ 15 min per version here): one report tree per column under reports-matrix/, then their table
+## (docs/matrix.md). A column that failed is still tabled; the exit status says one did.
+MATRIX_DIR := reports-matrix
+MATRIX_VERSIONS := 3.9.2 4.0.2 4.1.1 4.4.0
+MATRIX_CONSUMER_VERSIONS := 4.1.1 4.4.0
+MATRIX_GROUP_CASES := scenarios/test_mpi1_max_poll.py scenarios/test_d3_crash_before_commit.py \
+	scenarios/test_l6_commit_before_process.py scenarios/test_md3_fast_restart.py
+matrix: provision
+	@status=0; columns=""; \
+	for v in $(MATRIX_VERSIONS); do \
+	  $(BIN)/pytest -m chaos --kafka-version $$v --chaos-report-dir $(MATRIX_DIR)/kafka-$$v $(PYTEST_ARGS) || status=1; \
+	  columns="$$columns kafka-$$v=$(MATRIX_DIR)/kafka-$$v"; \
+	done; \
+	for v in $(MATRIX_CONSUMER_VERSIONS); do \
+	  $(BIN)/pytest -m chaos $(MATRIX_GROUP_CASES) --kafka-version $$v --chaos-group-protocol consumer \
+	    --chaos-report-dir $(MATRIX_DIR)/kafka-$$v-consumer $(PYTEST_ARGS) || status=1; \
+	  columns="$$columns kafka-$$v-consumer=$(MATRIX_DIR)/kafka-$$v-consumer"; \
+	done; \
+	$(BIN)/chaos matrix $$columns | tee $(MATRIX_DIR)/matrix.md; exit $$status
 
 ## Audit benchmark: Spark vs the pure-Python reference on synthetic runs (slow: see docs/audit.md).
 bench: provision
