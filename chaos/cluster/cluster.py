@@ -423,6 +423,10 @@ class KafkaCluster:
     def delete_topics(self, names: list[str], timeout_s: float = 30.0) -> None:
         introspect.delete_topics(self, names, timeout_s)
 
+    def set_group_config(self, group: str, settings: dict[str, str], timeout_s: float = 30.0) -> None:
+        """Set dynamic configs of consumer group ``group`` (:func:`introspect.set_group_config`)."""
+        introspect.set_group_config(self, group, settings, timeout_s)
+
     def topics(self) -> set[str]:
         return introspect.topics(self)
 

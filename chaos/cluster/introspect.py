@@ -206,6 +206,34 @@ def create_topic(
     raise ClusterError(f"topic {name!r} was created but its partitions had no full ISR within {timeout_s} s")
 
 
+GROUP_SESSION_CONFIG = {"session.timeout.ms": "consumer.session.timeout.ms",
+                        "heartbeat.interval.ms": "consumer.heartbeat.interval.ms"}  # fmt: skip
+"""A classic member's setting -> the group config (KIP-848) that sets it for the consumer protocol's group."""
+
+
+def set_group_config(cluster: ClusterHandle, group: str, settings: dict[str, str], timeout_s: float) -> None:
+    """Set dynamic group configs (``consumer.session.timeout.ms``…) of ``group``, which need not exist yet
+    (IncrementalAlterConfigs on the GROUP resource; Kafka 4.0 and later)."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]  # exported, not in __all__
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in settings.items()]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    futures = cluster.admin().incremental_alter_configs([resource], request_timeout=timeout_s)
+    try:
+        for future in futures.values():
+            future.result(timeout=timeout_s + 5)
+    except Exception as exc:
+        raise ClusterError(
+            f"could not set group {group!r}'s configs {settings}: {exc} (group configs need Kafka 4.0+, "
+            "and values within the broker's group.consumer.min/max.* bounds)"
+        ) from exc
+
+
 def _known_everywhere(cluster: ClusterHandle, name: str, partitions: int) -> bool:
     """Every broker that answers has ``name`` with all partitions in its metadata cache."""
     for broker in cluster.brokers:

@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from chaos.cluster import questions
+from chaos.cluster.introspect import GROUP_SESSION_CONFIG
 from chaos.faults.base import Fault, FaultLog, FaultRecord
 from chaos.faults.heal import heal_faults, not_healed
 from chaos.faults.nemesis import Nemesis
@@ -154,12 +155,22 @@ class ScenarioRun(RunWorkers):
         self._history = Recorder(self.dir, self.run_id)
         self.started = time.monotonic()
         if self._left_to_broker:
-            settings = ", ".join(f"{k}={v}" for k, v in sorted(self._left_to_broker.items()))
-            self.note(
-                f"consumer group protocol: the variant's {settings} left out (the broker's "
-                "group.consumer.* settings of the time profile apply)"
-            )
+            self._move_session_to_the_group()
         return self
+
+    def _move_session_to_the_group(self) -> None:
+        """On the consumer protocol the variant's classic session keys become its group's configs (KIP-848:
+        ``consumer.session.timeout.ms``…), so the case keeps its timing; noted in the history."""
+        group = {
+            GROUP_SESSION_CONFIG[k]: str(v)
+            for k, v in self._left_to_broker.items()
+            if k in GROUP_SESSION_CONFIG
+        }
+        left = ", ".join(f"{k}={v}" for k, v in sorted(self._left_to_broker.items()))
+        if group:
+            self.cluster.set_group_config(self.group, group)
+        moved = f"set as group {self.group}'s {group}" if group else "the broker's group.consumer.* apply"
+        self.note(f"consumer group protocol: the variant's {left} left out of the client; {moved}")
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
