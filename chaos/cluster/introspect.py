@@ -259,67 +259,13 @@ def delete_topics(cluster: ClusterHandle, names: list[str], timeout_s: float) ->
 
 
 def unhealthy(cluster: ClusterHandle) -> list[str]:
-    """Reasons the cluster is not healthy: a broker not running/registered, an offline or short ISR, a group
-    coordinator that does not answer (:func:`coordinator_problems`)."""
+    """Reasons the cluster is not healthy: a broker not running/registered, an offline or short ISR."""
     problems = [f"broker {b.node_id} is {b.status()}" for b in cluster.brokers if b.status() != "running"]
     registered = registered_brokers(cluster)
     problems += [f"broker {b.node_id} not registered" for b in cluster.brokers if b.node_id not in registered]
-    states = describe_partitions(cluster)
-    for state in states:
+    for state in describe_partitions(cluster):
         if state.offline or state.under_replicated:
             problems.append(f"{state.topic}-{state.partition} leader {state.leader} isr {list(state.isr)}")
-    if not problems:
-        offsets = sum(1 for state in states if state.topic == OFFSETS_TOPIC)
-        problems += coordinator_problems(cluster, offsets)
-    return problems
-
-
-OFFSETS_TOPIC = "__consumer_offsets"
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (UTF-16 code units, 32-bit wrap-around), which Kafka maps groups with."""
-    value = 0
-    for unit in text.encode("utf-16-be").hex(" ", 2).split():
-        value = (31 * value + int(unit, 16)) & 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def offsets_partition(group: str, partitions: int) -> int:
-    """The ``__consumer_offsets`` partition whose leader coordinates ``group`` (Kafka's ``Utils.abs`` of the
-    id's hash, modulo the partition count)."""
-    code = java_string_hash(group)
-    return (0 if code == -(1 << 31) else abs(code)) % partitions
-
-
-def canary_groups(partitions: int) -> dict[int, str]:
-    """A group id per ``__consumer_offsets`` partition (``chaos-canary-<n>``, the first that maps there)."""
-    found: dict[int, str] = {}
-    n = 0
-    while len(found) < partitions:
-        name = f"chaos-canary-{n}"
-        found.setdefault(offsets_partition(name, partitions), name)
-        n += 1
-    return found
-
-
-def coordinator_problems(cluster: ClusterHandle, partitions: int, timeout_s: float = 5.0) -> list[str]:
-    """The ``__consumer_offsets`` partitions whose group coordinator does not answer an OffsetFetch for a
-    group it coordinates (none when the topic does not exist yet). A coordinator can stay unloaded after
-    its partition's leadership moved under faults although every ISR is full: groups hashed to it then
-    never join (seen on Kafka 3.9; docs/matrix.md)."""
-    if partitions <= 0:
-        return []
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    requests = {p: ConsumerGroupTopicPartitions(g) for p, g in canary_groups(partitions).items()}
-    problems = []
-    for partition, request in sorted(requests.items()):
-        futures = cluster.admin().list_consumer_group_offsets([request], request_timeout=timeout_s)
-        try:
-            futures[request.group_id].result(timeout=timeout_s + 5)
-        except Exception as exc:
-            problems.append(f"group coordinator of {OFFSETS_TOPIC}-{partition} does not answer: {exc}")
     return problems
 
 
