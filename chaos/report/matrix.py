@@ -1,6 +1,7 @@
 """The catalog across configurations: report trees side by side (one per Kafka version, protocol or client),
 one row per case variant, each cell the run's verdict and the figures the cases are about — acknowledged
-records lost, duplicates, the longest produce outage. Markdown, for docs/matrix.md and a team's notes.
+records lost, duplicates, the longest produce outage and the longest consume gap. Markdown, for
+docs/matrix.md and a team's notes.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from chaos.audit.model import AuditFacts
 from chaos.errors import ChaosError, ConfigError
 from chaos.gate.auditfile import read_audit
 from chaos.report.render import find_runs, load_summary
@@ -25,6 +27,7 @@ class Cell:
     lost: int | None
     duplicates: int | None
     outage_s: float | None
+    gap_s: float | None
     kafka_version: str | None
     started_ts: float | None
 
@@ -36,7 +39,14 @@ class Cell:
             figures.append(f"dup {self.duplicates}")
         if self.outage_s is not None:
             figures.append(f"outage {self.outage_s:.1f} s")
+        if self.gap_s is not None:
+            figures.append(f"consume gap {self.gap_s:.1f} s")
         return " · ".join(figures)
+
+
+def _longest_gap(facts: AuditFacts | None) -> float | None:
+    gap = facts.availability.consumer.longest_gap() if facts is not None else None
+    return gap.gap_s if gap is not None else None
 
 
 Row = tuple[str, str]
@@ -60,6 +70,7 @@ def collect(root: Path) -> dict[Row, Cell]:
             lost=facts.anomaly("lost_acked").count if facts else None,
             duplicates=sum(facts.anomaly(name).count for name in DUPLICATES) if facts else None,
             outage_s=facts.availability.longest_outage_s if facts else None,
+            gap_s=_longest_gap(facts),
             kafka_version=info.kafka_version if info else None,
             started_ts=summary.started_ts,
         )

@@ -43,9 +43,12 @@ def group_configs(cluster: KafkaCluster, group: str) -> dict[str, str]:
 
 
 def test_members_on_the_consumer_protocol_hand_over_and_keep_the_variants_session(
-    kafka_cluster: KafkaCluster, run_dir: Path
+    request: pytest.FixtureRequest, kafka_cluster: KafkaCluster, run_dir: Path
 ) -> None:
-    with ScenarioRun(PROTOCOL, "consumer", kafka_cluster, run_dir, group_protocol="consumer") as run:
+    nodeid = request.node.nodeid
+    with ScenarioRun(
+        PROTOCOL, "consumer", kafka_cluster, run_dir, nodeid=nodeid, group_protocol="consumer"
+    ) as run:
         run.create_topic(partitions=4, replication_factor=3)
         leaving = run.member("leaving")
         run.member("staying")
