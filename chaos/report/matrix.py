@@ -1,6 +1,6 @@
 """The catalog across configurations: report trees side by side (one per Kafka version, protocol or client),
 one row per case variant, each cell the run's verdict and the figures the cases are about — acknowledged
-records lost, duplicates, the longest produce outage and the longest consume gap. Markdown, for
+records lost, records the group never read, duplicates, the longest produce outage and the longest consume gap. Markdown, for
 docs/matrix.md and a team's notes.
 """
 
@@ -25,6 +25,7 @@ class Cell:
 
     verdict: str
     lost: int | None
+    unseen: int | None
     duplicates: int | None
     outage_s: float | None
     gap_s: float | None
@@ -35,6 +36,8 @@ class Cell:
         figures = [self.verdict]
         if self.lost is not None:
             figures.append(f"lost {self.lost}")
+        if self.unseen:
+            figures.append(f"unseen {self.unseen}")
         if self.duplicates:
             figures.append(f"dup {self.duplicates}")
         if self.outage_s is not None:
@@ -68,6 +71,7 @@ def collect(root: Path) -> dict[Row, Cell]:
         cell = Cell(
             verdict=summary.verdict,
             lost=facts.anomaly("lost_acked").count if facts else None,
+            unseen=facts.anomaly("unseen_by_group").count if facts else None,
             duplicates=sum(facts.anomaly(name).count for name in DUPLICATES) if facts else None,
             outage_s=facts.availability.longest_outage_s if facts else None,
             gap_s=_longest_gap(facts),
