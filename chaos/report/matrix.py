@@ -1,7 +1,7 @@
 """The catalog across configurations: report trees side by side (one per Kafka version, protocol or client),
 one row per case variant, each cell the run's verdict and the figures the cases are about — acknowledged
-records lost, records the group never read, duplicates, the longest produce outage and the longest consume gap. Markdown, for
-docs/matrix.md and a team's notes.
+records lost, records the group never read, duplicates, the longest produce outage and the longest consume
+gap. Markdown, for docs/matrix.md and a team's notes.
 """
 
 from __future__ import annotations
