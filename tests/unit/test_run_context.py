@@ -62,6 +62,11 @@ def test_the_profiles_keep_their_values() -> None:
         "broker.heartbeat.interval.ms": "1000",
         "group.initial.rebalance.delay.ms": "0",
         "offsets.topic.num.partitions": "6",
+        # the consumer group protocol's session and heartbeat (KIP-848: the broker's), and their minimums
+        "group.consumer.session.timeout.ms": "9000",
+        "group.consumer.min.session.timeout.ms": "6000",
+        "group.consumer.heartbeat.interval.ms": "1000",
+        "group.consumer.min.heartbeat.interval.ms": "1000",
     }
     assert profiles.FAITHFUL.broker == ()
     assert "replica.lag.time.max.ms" not in ClusterConfig(profile="faithful").broker_config()
