@@ -276,7 +276,7 @@ def _read_options(config: pytest.Config) -> _Options:
     given_protocol = _given("--chaos-group-protocol", protocol_option, _ENV_GROUP_PROTOCOL)
     if protocol not in GROUP_PROTOCOLS:
         raise _usage(given_protocol, f"expected one of {', '.join(GROUP_PROTOCOLS)}")
-    if protocol == "consumer" and int(cluster.kafka_version.split(".")[0]) < 4:
+    if protocol == "consumer" and versions.kafka_major(cluster.kafka_version) < 4:
         raise _usage(
             given_protocol,
             f"the consumer group protocol (KIP-848) is generally available from Kafka 4.0; the cluster runs "

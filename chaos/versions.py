@@ -6,6 +6,7 @@ rebuilds what depends on it.
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 KAFKA_VERSION = "4.1.1"
@@ -18,8 +19,6 @@ KAFKA_VERSION_ENV = "CHAOS_KAFKA_VERSION"
 def chosen_kafka_version(option: str | None = None) -> str:
     """The Kafka version asked for: ``option`` (a flag), else ``$CHAOS_KAFKA_VERSION``, else the default.
     Not checked here: a cluster's configuration and the image provisioning refuse an unsupported one."""
-    import os
-
     return option or os.environ.get(KAFKA_VERSION_ENV) or KAFKA_VERSION
 
 
@@ -33,9 +32,14 @@ SLF4J_VERSION = "1.7.36"
 KafkaLogging = Literal["log4j2", "reload4j"]
 
 
+def kafka_major(version: str) -> int:
+    """The major version of a Kafka release (``3`` for ``3.9.2``)."""
+    return int(version.split(".")[0])
+
+
 def kafka_logging(version: str) -> KafkaLogging:
     """The logging backend of a Kafka release: log4j 2 from 4.0 on (KIP-653), reload4j before."""
-    return "reload4j" if int(version.split(".")[0]) < 4 else "log4j2"
+    return "reload4j" if kafka_major(version) < 4 else "log4j2"
 
 
 TOXIPROXY_VERSION = "2.12.0"

@@ -46,6 +46,13 @@ GroupProtocol = Literal["classic", "consumer"]
 GROUP_PROTOCOLS: Final[tuple[GroupProtocol, ...]] = ("classic", "consumer")
 """librdkafka's ``group.protocol``: the classic rebalance protocol, or KIP-848's consumer protocol (the
 broker assigns partitions and sets the session; Kafka 4.0 and later)."""
+
+
+def group_protocol_of(settings: Mapping[str, ConfigValue]) -> GroupProtocol:
+    """The protocol librdkafka speaks with these consumer settings (``group.protocol``, default classic)."""
+    return "consumer" if str(settings.get("group.protocol", "")).lower() == "consumer" else "classic"
+
+
 CLASSIC_ONLY_CONSUMER_KEYS: Final[tuple[str, ...]] = (
     "session.timeout.ms",
     "heartbeat.interval.ms",
@@ -305,11 +312,7 @@ class ClientProfile:
     @property
     def group_protocol(self) -> GroupProtocol:
         """The group members' protocol: ``consumer`` when the consumer settings say so, else ``classic``."""
-        return (
-            "consumer"
-            if str(self.consumer_settings.get("group.protocol", "")).lower() == "consumer"
-            else "classic"
-        )
+        return group_protocol_of(self.consumer_settings)
 
     def with_group_protocol(self, protocol: GroupProtocol) -> ClientProfile:
         """This profile with its members on ``protocol`` (a session's ``--chaos-group-protocol``); a profile

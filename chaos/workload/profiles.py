@@ -37,6 +37,7 @@ from chaos.run.profiles import (
     TimeProfile,
     config_items,
     custom_profile,
+    group_protocol_of,
     profile,
     time_profile,
 )
@@ -161,8 +162,9 @@ def consumer_layers(
         "heartbeat.interval.ms": time.heartbeat_interval_ms,
         "max.poll.interval.ms": time.max_poll_interval_ms,
     }
-    asked = {**client.consumer_settings, **dict(overrides or {})}.get("group.protocol", "classic")
-    if str(asked).lower() == "consumer":  # the broker sets session and heartbeat: the profile's broker side
+    if (
+        group_protocol_of({**client.consumer_settings, **dict(overrides or {})}) == "consumer"
+    ):  # the broker sets session and heartbeat: the profile's broker side
         timeouts = {k: v for k, v in timeouts.items() if k not in CLASSIC_ONLY_CONSUMER_KEYS}
     layers.put(time_origin(time.name), timeouts)
     layers.put(HARNESS, {"auto.offset.reset": "earliest", "isolation.level": "read_uncommitted"})

@@ -30,7 +30,7 @@ import pytest
 from chaos.faults.client import ClientPause
 from chaos.history import Event, TxnMarker
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
-from chaos.workload import IDEMPOTENT, TRANSACTIONAL, ProcessMember
+from chaos.workload import IDEMPOTENT, TRANSACTIONAL, ProcessMember, ProducerWorker
 
 pytestmark = pytest.mark.integration
 
@@ -147,22 +147,28 @@ def owned(events: list[Event], process: str) -> set[int]:
     return held
 
 
+def two_members_consuming(run: ScenarioRun) -> tuple[ProcessMember, ProducerWorker, set[int]]:
+    """``DOOMED`` (a child process) and ``SURVIVOR`` sharing the run's ``PARTITIONS`` partitions while a
+    producer writes, both consuming; returns the doomed member, the producer and the partitions it holds."""
+    run.create_topic(partitions=PARTITIONS, replication_factor=3)
+    doomed = ProcessMember(run.context, run.member_spec(DOOMED)).start()
+    run.on_close(lambda: doomed.stop())
+    run.member(SURVIVOR)
+    producer = run.producer(rate=100.0, duration_s=30.0)
+    run.wait_for(
+        "both members consuming",
+        lambda ev: all(views.deliveries(ev, p) for p in (DOOMED, SURVIVOR)) and bool(owned(ev, DOOMED)),
+        45,
+    )
+    time.sleep(2.0)
+    return doomed, producer, owned(run.events(), DOOMED)
+
+
 def test_a_killed_members_partitions_are_handed_over_after_its_session_timeout(
     scenario_run: Callable[..., ScenarioRun],
 ) -> None:
     with scenario_run(KILLED, "killed") as run:
-        run.create_topic(partitions=PARTITIONS, replication_factor=3)
-        doomed = ProcessMember(run.context, run.member_spec(DOOMED)).start()
-        run.on_close(lambda: doomed.stop())
-        run.member(SURVIVOR)
-        producer = run.producer(rate=100.0, duration_s=30.0)
-        run.wait_for(
-            "both members consuming",
-            lambda ev: all(views.deliveries(ev, p) for p in (DOOMED, SURVIVOR)) and bool(owned(ev, DOOMED)),
-            45,
-        )
-        time.sleep(2.0)
-        held = owned(run.events(), DOOMED)
+        doomed, producer, held = two_members_consuming(run)
         doomed.crash()
         run.note(f"{DOOMED} SIGKILLed holding partitions {sorted(held)}")
         run.wait_for(
@@ -231,18 +237,7 @@ def test_a_frozen_members_partitions_are_handed_over_and_the_freeze_is_a_recorde
     broker), the member's partitions move to its colleague after about the session timeout, and nothing
     is lost once it is thawed and rejoins."""
     with scenario_run(FROZEN_MEMBER, "frozen") as run:
-        run.create_topic(partitions=PARTITIONS, replication_factor=3)
-        frozen = ProcessMember(run.context, run.member_spec(DOOMED)).start()
-        run.on_close(lambda: frozen.stop())
-        run.member(SURVIVOR)
-        producer = run.producer(rate=100.0, duration_s=30.0)
-        run.wait_for(
-            "both members consuming",
-            lambda ev: all(views.deliveries(ev, p) for p in (DOOMED, SURVIVOR)) and bool(owned(ev, DOOMED)),
-            45,
-        )
-        time.sleep(2.0)
-        held = owned(run.events(), DOOMED)
+        frozen, producer, held = two_members_consuming(run)
         with run.fault(ClientPause, frozen):
             run.wait_for(
                 f"{SURVIVOR} consumes {DOOMED}'s partitions",
