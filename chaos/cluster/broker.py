@@ -28,6 +28,8 @@ class Broker:
     name: str
     ext_port: int
     container: DockerContainer = field(repr=False)
+    client_ports: tuple[int, ...] = ()
+    """The host ports of this broker's extra client paths ``ext1``, ``ext2``, ... in order."""
 
     @property
     def int_port(self) -> int:
@@ -40,12 +42,33 @@ class Broker:
     @property
     def bootstrap(self) -> str:
         """This broker's client address: its ``ext`` proxy on the host's loopback."""
-        return f"127.0.0.1:{self.ext_port}"
+        return self.address("ext")
+
+    @property
+    def client_paths(self) -> tuple[str, ...]:
+        """This broker's client paths: the shared ``ext`` and the extra ``ext1``, ``ext2``, ..."""
+        return ("ext", *(f"ext{k}" for k in range(1, len(self.client_ports) + 1)))
+
+    def client_port(self, path: str) -> int:
+        """The host port of client path ``path`` (``ext`` or ``extK``) on the loopback."""
+        if path == "ext":
+            return self.ext_port
+        if path in self.client_paths:
+            return self.client_ports[int(path[3:]) - 1]
+        raise ClusterError(
+            f"unknown client path {path!r}: this cluster has {', '.join(self.client_paths)} "
+            "(more with ClusterConfig(client_paths=N))"
+        )
+
+    def address(self, path: str = "ext") -> str:
+        """This broker's client address on client path ``path``."""
+        return f"127.0.0.1:{self.client_port(path)}"
 
     def proxy(self, path: str) -> str:
-        """The Toxiproxy proxy name of ``path`` ("ext", "int" or "ctl") for this broker."""
-        if path not in ("ext", "int", "ctl"):
-            raise ClusterError(f"unknown proxy path {path!r}: use 'ext', 'int' or 'ctl'")
+        """The Toxiproxy proxy name of ``path`` for this broker: "ext", "int", "ctl" or a client path
+        "extK"."""
+        if path not in ("int", "ctl"):
+            self.client_port(path)  # validates a client path
         return f"{path}-{self.node_id}"
 
     @property

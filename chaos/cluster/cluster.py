@@ -5,6 +5,9 @@ all listening on ``0.0.0.0:<port>``:
 
 * ``ext-i`` — clients. Port P is published on 127.0.0.1:P and broker *i* advertises ``127.0.0.1:P``,
   so a client bootstrapped through one proxy only ever learns proxy addresses.
+* ``extK-i`` — client path K (``ClusterConfig.client_paths`` of them): listener ``EXTK`` of broker *i*,
+  published and advertised like ``ext-i``. A client bootstrapped on path K (:meth:`KafkaCluster.bootstrap`)
+  only ever learns path K's addresses, so a fault on its proxies cuts or slows it and not its colleagues.
 * ``int-i`` — replication. The inter-broker listener is advertised as ``toxiproxy:<port>``.
 * ``ctl-i`` — the KRaft quorum. Static voters are ``i@toxiproxy:<port>``.
 
@@ -45,6 +48,7 @@ TOXIPROXY_ALIAS = "toxiproxy"
 EXTERNAL_PORT = 9092  # inside each broker container
 CONTROLLER_PORT = 9093
 INTERNAL_PORT = 9094
+CLIENT_PATH_PORT_BASE = 9100  # listener EXTK listens on CLIENT_PATH_PORT_BASE + K inside each broker
 ROLE_LABEL = f"{LABEL}.role"
 
 
@@ -94,7 +98,10 @@ class KafkaCluster:
 
     def _start(self) -> None:
         start_on_free_ports(
-            self.config.brokers + 2, self._start_on, self._discard_attempt, what=f"cluster {self.run_id}"
+            self.config.brokers * (1 + self.config.client_paths) + 2,
+            self._start_on,
+            self._discard_attempt,
+            what=f"cluster {self.run_id}",
         )
 
     def _discard_attempt(self) -> None:
@@ -110,6 +117,9 @@ class KafkaCluster:
     def _start_on(self, ports: list[int]) -> None:
         n = self.config.brokers
         ext_ports, api_port, reaper_port = ports[:n], ports[n], ports[n + 1]
+        path_ports = ports[n + 2 :]  # broker i's client path K: path_ports[(i - 1) * K_max + K - 1]
+        paths = self.config.client_paths
+        client_ports = [tuple(path_ports[(i - 1) * paths : i * paths]) for i in range(1, n + 1)]
         client = docker_client()
 
         self._reaper = Reaper(self.images.reaper, self.run_id, reaper_port)
@@ -124,7 +134,8 @@ class KafkaCluster:
                 i,
                 broker_names[i - 1],
                 ext_ports[i - 1],
-                self._broker_container(i, broker_names[i - 1], ext_ports),
+                self._broker_container(i, broker_names[i - 1], ext_ports[i - 1], client_ports[i - 1]),
+                client_ports[i - 1],
             )
             for i in range(1, n + 1)
         )
@@ -136,7 +147,7 @@ class KafkaCluster:
             **self._network_kwargs([TOXIPROXY_ALIAS]),
         ).with_command("-host=0.0.0.0")
         publish_on_loopback(proxy, API_PORT, api_port)
-        for port in ext_ports:
+        for port in [*ext_ports, *path_ports]:
             publish_on_loopback(proxy, port, port)
         self._toxiproxy_container = proxy
         self._start_container(proxy, "Toxiproxy")
@@ -185,24 +196,35 @@ class KafkaCluster:
             "networking_config": {name: client.api.create_endpoint_config(aliases=aliases)},
         }
 
-    def _broker_container(self, node_id: int, name: str, ext_ports: list[int]) -> DockerContainer:
+    def _broker_container(
+        self, node_id: int, name: str, ext_port: int, client_ports: tuple[int, ...]
+    ) -> DockerContainer:
         voters = ",".join(
             f"{i}@{TOXIPROXY_ALIAS}:{CTL_PROXY_BASE + i}" for i in range(1, self.config.brokers + 1)
         )
+        paths = [(f"EXT{k}", CLIENT_PATH_PORT_BASE + k, port) for k, port in enumerate(client_ports, 1)]
         env = {
             "CLUSTER_ID": self._cluster_id,
             "KAFKA_NODE_ID": str(node_id),
             "KAFKA_PROCESS_ROLES": "broker,controller",
-            "KAFKA_LISTENERS": (
-                f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT},INTERNAL://0.0.0.0:{INTERNAL_PORT},"
-                f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"
+            "KAFKA_LISTENERS": ",".join(
+                [
+                    f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT}",
+                    f"INTERNAL://0.0.0.0:{INTERNAL_PORT}",
+                    f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
+                    *(f"{listener}://0.0.0.0:{inside}" for listener, inside, _ in paths),
+                ]
             ),
-            "KAFKA_ADVERTISED_LISTENERS": (
-                f"EXTERNAL://127.0.0.1:{ext_ports[node_id - 1]},"
-                f"INTERNAL://{TOXIPROXY_ALIAS}:{INT_PROXY_BASE + node_id}"
+            "KAFKA_ADVERTISED_LISTENERS": ",".join(
+                [
+                    f"EXTERNAL://127.0.0.1:{ext_port}",
+                    f"INTERNAL://{TOXIPROXY_ALIAS}:{INT_PROXY_BASE + node_id}",
+                    *(f"{listener}://127.0.0.1:{published}" for listener, _, published in paths),
+                ]
             ),
-            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
-                "EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": ",".join(
+                f"{listener}:PLAINTEXT"
+                for listener in ("EXTERNAL", "INTERNAL", "CONTROLLER", *(p[0] for p in paths))
             ),
             "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
             "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
@@ -230,12 +252,21 @@ class KafkaCluster:
             raise ClusterError(f"{what} container failed to start: {exc}\n{log_tail(container)}") from exc
 
     def proxy_specs(self, broker: Broker) -> list[ProxySpec]:
-        """The three proxies of ``broker`` (ext, int, ctl) with their listen and upstream addresses."""
+        """The proxies of ``broker`` (ext, int, ctl, then its client paths) with their listen and upstream
+        addresses."""
         upstream = broker.name
         return [
             ProxySpec(broker.proxy("ext"), f"0.0.0.0:{broker.ext_port}", f"{upstream}:{EXTERNAL_PORT}"),
             ProxySpec(broker.proxy("int"), f"0.0.0.0:{broker.int_port}", f"{upstream}:{INTERNAL_PORT}"),
             ProxySpec(broker.proxy("ctl"), f"0.0.0.0:{broker.ctl_port}", f"{upstream}:{CONTROLLER_PORT}"),
+            *(
+                ProxySpec(
+                    broker.proxy(path),
+                    f"0.0.0.0:{broker.client_port(path)}",
+                    f"{upstream}:{CLIENT_PATH_PORT_BASE + k}",
+                )
+                for k, path in enumerate(broker.client_paths[1:], 1)
+            ),
         ]
 
     def wait_ready(self, timeout_s: float) -> None:
@@ -313,6 +344,29 @@ class KafkaCluster:
     def bootstrap_servers(self) -> str:
         """Every broker's ext proxy, comma-separated."""
         return ",".join(b.bootstrap for b in self.brokers)
+
+    @property
+    def client_paths(self) -> tuple[str, ...]:
+        """The client paths: ``ext`` (shared by every client by default) and ``ext1`` .. ``extN``."""
+        return ("ext", *(f"ext{k}" for k in range(1, self.config.client_paths + 1)))
+
+    def bootstrap(self, path: str = "ext") -> str:
+        """Every broker's address on client ``path``, comma-separated: a client bootstrapped here only
+        talks to the cluster through ``path``'s proxies (``extK-i``)."""
+        if path not in self.client_paths:
+            raise ClusterError(
+                f"unknown client path {path!r}: this cluster has {', '.join(self.client_paths)} "
+                "(more with ClusterConfig(client_paths=N), at most 4)"
+            )
+        return ",".join(b.address(path) for b in self.brokers)
+
+    def client_path_of(self, bootstrap_servers: str) -> str | None:
+        """The client path whose addresses ``bootstrap_servers`` lists (any order), or ``None``."""
+        wanted = {s.strip() for s in bootstrap_servers.split(",") if s.strip()}
+        for path in self.client_paths:
+            if wanted and wanted <= {b.address(path) for b in self.brokers}:
+                return path
+        return None
 
     def broker(self, node_id: int) -> Broker:
         for broker in self.brokers:

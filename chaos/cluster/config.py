@@ -36,6 +36,7 @@ PROFILES: tuple[Profile, ...] = TIME_PROFILE_NAMES
 
 MIN_BROKERS = 3
 MAX_BROKERS = 5
+MAX_CLIENT_PATHS = 4
 
 _PROPERTY = re.compile(r"^[a-z][a-z0-9]*([._-][a-z0-9]+)*$")
 # Set by the cluster itself from its topology; an override would break the proxies.
@@ -73,6 +74,10 @@ class ClusterConfig:
     ``broker_overrides`` are server.properties settings (``replica.lag.time.max.ms`` style keys,
     string values) applied on top of the profile's; topology settings (listeners, voters, node id) are
     reserved for the cluster.
+
+    ``client_paths`` extra client paths besides the shared one (``ext``): path ``extK`` is its own listener on
+    every broker behind its own proxies, so a network fault on it hits only the clients started on it
+    (:meth:`KafkaCluster.bootstrap`).
     """
 
     brokers: int = 3
@@ -82,6 +87,7 @@ class ClusterConfig:
     heap: str = "448m"
     jvm_opts: str = DEFAULT_JVM_OPTS
     start_timeout_s: float = 120.0
+    client_paths: int = 2
 
     def __post_init__(self) -> None:
         if isinstance(self.brokers, bool) or not isinstance(self.brokers, int):
@@ -118,6 +124,14 @@ class ClusterConfig:
                 raise ConfigError(f"broker override {key}={value!r} must be a string, e.g. '6000'")
         if not _HEAP.match(self.heap):
             raise ConfigError(f"heap {self.heap!r} must look like '448m' or '1g'")
+        if isinstance(self.client_paths, bool) or not isinstance(self.client_paths, int):
+            raise ConfigError(
+                f"client_paths must be an int from 0 to {MAX_CLIENT_PATHS}, not {self.client_paths!r}"
+            )
+        if not 0 <= self.client_paths <= MAX_CLIENT_PATHS:
+            raise ConfigError(
+                f"client_paths={self.client_paths} is out of range: 0..{MAX_CLIENT_PATHS} extra client paths"
+            )
         if not self.start_timeout_s > 0:
             raise ConfigError(f"start_timeout_s must be positive, not {self.start_timeout_s!r}")
         object.__setattr__(self, "broker_overrides", _frozen(self.broker_overrides))

@@ -1,4 +1,11 @@
-"""Faults on one client process of the run instead of a broker: recorded, retried and healed like any other.
+"""Faults on one client of the run instead of a broker: recorded, retried and healed like any other.
+
+Network faults on a client: a client started on a client path of its own (``ext1``, ... — the cluster's
+extra listeners, :meth:`KafkaCluster.bootstrap`) talks to every broker through that path's proxies only, so
+:class:`~chaos.faults.toxics.Refuse` (a cut) or any toxic (``Latency``, ``Bandwidth``, ``ResetPeer``, a
+``Toxic`` of type ``timeout``) given the client itself as target acts on that path on every broker: the
+client, and only the clients on its path, lose or slow their traffic while their colleagues on the shared
+``ext`` path keep working. :func:`on_client` turns the client into that target.
 
 :class:`ClientPause` freezes a client that runs in a child process (a process member, a
 :class:`~chaos.workload.ProcessProducer`, a transactional producer or worker) with SIGSTOP until its heal
@@ -13,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from chaos.errors import FaultError
 from chaos.faults.base import Fault, FaultLog
-from chaos.faults.targets import Client
+from chaos.faults.targets import ActiveController, AnyTarget, Client, CoordinatorOf, FollowerOf, LeaderOf
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
@@ -31,6 +38,51 @@ class Freezable(Protocol):
     def pause(self) -> None: ...
 
     def resume(self) -> None: ...
+
+
+class _Bootstrapped(Protocol):
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+
+class Connected(Protocol):
+    """A client of the run with the context it was started on (every worker of :mod:`chaos.workload`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def context(self) -> _Bootstrapped: ...
+
+
+def on_client(cluster: KafkaCluster, *clients: Connected) -> Client:
+    """The target of a network fault on ``clients``: their client path, which they must share and which must
+    not be the shared ``ext`` path (a fault there would hit every client of the run)."""
+    if not clients:
+        raise FaultError("on_client: name at least one client (a member or producer of the run)")
+    paths = {c.name: cluster.client_path_of(c.context.bootstrap_servers) for c in clients}
+    for name, path in paths.items():
+        if path is None:
+            raise FaultError(
+                f"client {name} is not bootstrapped on a client path of this cluster "
+                f"({', '.join(cluster.client_paths)}): start it with the run's context"
+            )
+        if path == "ext":
+            raise FaultError(
+                f"client {name} is on the shared client path 'ext': a network fault there would hit every "
+                "client of the run; start it on a path of its own, e.g. run.member(name, client_path='ext1')"
+            )
+    if len(set(paths.values())) > 1:
+        raise FaultError(f"clients on different paths {paths}: one network fault acts on one client path")
+    (path,) = set(paths.values())
+    return Client("+".join(paths), path)
+
+
+def as_client_target(cluster: KafkaCluster, target: AnyTarget | Connected) -> AnyTarget:
+    """``target`` itself, or a client object's :func:`on_client` target."""
+    if isinstance(target, int | Client | LeaderOf | FollowerOf | ActiveController | CoordinatorOf):
+        return target
+    return on_client(cluster, target)
 
 
 class ClientPause(Fault):

@@ -42,10 +42,12 @@ class CoordinatorOf:
 
 @dataclass(frozen=True)
 class Client:
-    """A client process of the run, by its name in the history (``producer-0``, ``consumer-1``): the target
-    of the client faults (:mod:`chaos.faults.client`), never of a broker fault or a plan."""
+    """A client of the run, by its name in the history (``producer-0``, ``consumer-1``): the target of the
+    client faults (:mod:`chaos.faults.client`), never of a broker fault or a plan. ``path``: the client path
+    its traffic takes (``ext1``, ...), for a network fault on it (:func:`chaos.faults.client.on_client`)."""
 
     name: str
+    path: str | None = None
 
 
 Role = LeaderOf | FollowerOf | ActiveController | CoordinatorOf

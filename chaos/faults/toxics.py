@@ -1,8 +1,10 @@
 """Faults applied by Toxiproxy on a broker's proxies: refuse (proxy disabled) and toxics.
 
 Paths: ``ext`` (clients), ``int`` (replication towards the broker), ``ctl`` (quorum towards the
-broker). Directions: ``downstream`` (broker → caller, i.e. responses), ``upstream`` (caller →
-broker, requests) or ``both``. Toxics are applied with toxicity 1.0; any randomness is drawn by the
+broker), and the extra client paths ``ext1``, ``ext2``, ... Given a client as target instead of a broker
+(:mod:`chaos.faults.client`), a fault acts on that client's own path on every broker.
+Directions: ``downstream`` (broker → caller, i.e. responses), ``upstream`` (caller → broker, requests) or
+``both``. Toxics are applied with toxicity 1.0; any randomness is drawn by the
 harness (the plan), never by Toxiproxy, whose ``-seed`` does not reach toxics.
 
 When removing a toxic fails (a link wedged by Toxiproxy issue 558 blocks the removal), its heal restarts
@@ -16,17 +18,20 @@ that needs its toxic back injects a new fault. ``heal_all``'s ``POST /reset`` is
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Final, Literal
 
 from chaos.errors import FaultError, ToxiproxyError
 from chaos.faults.base import Fault, FaultLog, Param, live_faults
-from chaos.faults.targets import Target
+from chaos.faults.client import Connected, as_client_target
+from chaos.faults.targets import AnyTarget, Client
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
     from chaos.cluster.toxiproxy import Stream
 
-Path = Literal["ext", "int", "ctl"]
+Path = str
+"""``ext``, ``int``, ``ctl`` or a client path ``extK``."""
 Direction = Literal["upstream", "downstream", "both"]
 ALL_PATHS: tuple[Path, ...] = ("ext", "int", "ctl")
 RESTART_NOTE: Final = "healed by a Toxiproxy restart"
@@ -50,34 +55,58 @@ def restart_toxiproxy(cluster: KafkaCluster, cause: Fault | None = None) -> list
     return forget_proxy_faults(cluster, note, cause)
 
 
-def _check_paths(paths: tuple[str, ...]) -> None:
-    bad = [p for p in paths if p not in ALL_PATHS]
+_CLIENT_PATH = re.compile(r"ext[1-9]")
+
+
+def _fault_paths(target: AnyTarget, paths: tuple[Path, ...], default: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The paths a proxy fault acts on: ``paths`` for a broker; a client target's own path."""
+    if isinstance(target, Client):
+        if target.path is None:
+            raise FaultError(f"client {target.name} has no client path: build the target with on_client()")
+        if paths not in (default, (target.path,)):
+            raise FaultError(f"a fault on client {target.name} acts on its path {target.path}, not {paths!r}")
+        return (target.path,)
+    bad = [p for p in paths if p not in ALL_PATHS and not _CLIENT_PATH.fullmatch(p)]
     if bad or not paths:
-        raise FaultError(f"paths {paths!r} must be a non-empty subset of {ALL_PATHS}")
+        raise FaultError(f"paths {paths!r} must be a non-empty subset of {ALL_PATHS} or client paths extK")
+    return paths
 
 
-class Refuse(Fault):
-    """Disable the broker's proxies on ``paths``: connects are refused or closed at once."""
+class _ProxyFault(Fault):
+    """A fault on proxies: a broker's ``paths``, or a client's path on every broker."""
+
+    paths: tuple[Path, ...]
+
+    def resolve_brokers(self) -> tuple[int, ...]:
+        return () if isinstance(self.target, Client) else super().resolve_brokers()
+
+    def _proxies(self) -> list[str]:
+        if isinstance(self.target, Client):
+            return [broker.proxy(self.paths[0]) for broker in self.cluster.brokers]
+        (broker_id,) = self.brokers
+        broker = self.cluster.broker(broker_id)
+        return [broker.proxy(p) for p in self.paths]
+
+
+class Refuse(_ProxyFault):
+    """Disable the broker's proxies on ``paths`` (or a client's path on every broker): connects are refused
+    and open connections closed at once."""
 
     kind = "refuse"
 
     def __init__(
         self,
         cluster: KafkaCluster,
-        target: Target,
+        target: AnyTarget | Connected,
         paths: tuple[Path, ...] = ALL_PATHS,
         log: FaultLog | None = None,
     ) -> None:
+        target = as_client_target(cluster, target)
         super().__init__(cluster, target, log)
-        _check_paths(paths)
-        self.paths = paths
+        self.paths = _fault_paths(target, paths, ALL_PATHS)
 
     def params(self) -> dict[str, Param]:
         return {"paths": tuple(self.paths)}
-
-    def _proxies(self) -> list[str]:
-        (broker_id,) = self.brokers
-        return [self.cluster.broker(broker_id).proxy(p) for p in self.paths]
 
     def _inject(self) -> None:
         for proxy in self._proxies():
@@ -88,8 +117,9 @@ class Refuse(Fault):
             self.cluster.toxiproxy.set_enabled(proxy, True)
 
 
-class Toxic(Fault):
-    """A Toxiproxy toxic of ``toxic_type`` with ``attributes`` on the broker's ``paths``."""
+class Toxic(_ProxyFault):
+    """A Toxiproxy toxic of ``toxic_type`` with ``attributes`` on the broker's ``paths`` (or a client's path
+    on every broker)."""
 
     kind = "toxic"
     toxic_type = ""
@@ -97,15 +127,16 @@ class Toxic(Fault):
     def __init__(
         self,
         cluster: KafkaCluster,
-        target: Target,
+        target: AnyTarget | Connected,
         attributes: dict[str, int],
         paths: tuple[Path, ...] = ("ext",),
         direction: Direction = "downstream",
         log: FaultLog | None = None,
         toxic_type: str | None = None,
     ) -> None:
+        target = as_client_target(cluster, target)
         super().__init__(cluster, target, log)
-        _check_paths(paths)
+        paths = _fault_paths(target, paths, ("ext",))
         if direction not in ("upstream", "downstream", "both"):
             raise FaultError(f"direction {direction!r} must be upstream, downstream or both")
         self.toxic_type = toxic_type or self.toxic_type
@@ -127,11 +158,8 @@ class Toxic(Fault):
         return [self.direction]
 
     def _inject(self) -> None:
-        (broker_id,) = self.brokers
-        broker = self.cluster.broker(broker_id)
-        for path in self.paths:
+        for proxy in self._proxies():
             for stream in self._streams():
-                proxy = broker.proxy(path)
                 name = f"chaos-{self.toxic_type}-{stream}"
                 self.cluster.toxiproxy.add_toxic(proxy, name, self.toxic_type, stream, self.attributes, 1.0)
                 self._applied.append((proxy, name))
@@ -160,7 +188,7 @@ class Latency(Toxic):
     def __init__(
         self,
         cluster: KafkaCluster,
-        target: Target,
+        target: AnyTarget | Connected,
         ms: int,
         jitter_ms: int = 0,
         paths: tuple[Path, ...] = ("ext",),
@@ -177,7 +205,7 @@ class Bandwidth(Toxic):
     def __init__(
         self,
         cluster: KafkaCluster,
-        target: Target,
+        target: AnyTarget | Connected,
         rate_kb_s: int,
         paths: tuple[Path, ...] = ("ext",),
         direction: Direction = "downstream",
@@ -195,7 +223,7 @@ class ResetPeer(Toxic):
     def __init__(
         self,
         cluster: KafkaCluster,
-        target: Target,
+        target: AnyTarget | Connected,
         timeout_ms: int = 0,
         paths: tuple[Path, ...] = ("ext",),
         direction: Direction = "downstream",
@@ -211,7 +239,7 @@ class Slicer(Toxic):
     def __init__(
         self,
         cluster: KafkaCluster,
-        target: Target,
+        target: AnyTarget | Connected,
         average_size: int = 64,
         size_variation: int = 32,
         delay_us: int = 1000,
@@ -232,7 +260,7 @@ class LimitData(Toxic):
     def __init__(
         self,
         cluster: KafkaCluster,
-        target: Target,
+        target: AnyTarget | Connected,
         bytes_: int,
         paths: tuple[Path, ...] = ("ext",),
         direction: Direction = "downstream",

@@ -282,6 +282,9 @@ class ScenarioRun(RunWorkers):
     def bootstrap(self) -> str:
         return self.cluster.bootstrap_servers
 
+    def client_bootstrap(self, client_path: str) -> str:
+        return self.cluster.bootstrap(client_path)
+
     def record(self, event: Event) -> None:
         """The run's sink: into the history, and into the live copy waits read."""
         if self._history is None:

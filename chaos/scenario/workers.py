@@ -52,6 +52,18 @@ class RunWorkers:
         """The run's context (the run builds it)."""
         raise NotImplementedError
 
+    def client_bootstrap(self, client_path: str) -> str:
+        """The cluster's addresses on ``client_path`` (the run supplies them)."""
+        raise NotImplementedError
+
+    def context_on(self, client_path: str | None) -> RunContext:
+        """The run's context, bootstrapped on ``client_path`` (``ext1``, ...: the cluster's extra paths)
+        instead of the shared ``ext``: a worker started on it can be cut or slowed alone
+        (``run.fault(Refuse, worker)``, :mod:`chaos.faults.client`). ``None``: the run's context."""
+        if client_path is None:
+            return self.context
+        return dataclasses.replace(self.context, bootstrap_servers=self.client_bootstrap(client_path))
+
     def on_close(self, closer: Callable[[], None]) -> None:
         """Run ``closer`` when the run ends (before healing), e.g. to stop a group member."""
         self._closers.append(closer)
@@ -110,8 +122,10 @@ class RunWorkers:
         duration_s: float | None = None,
         overrides: Sequence[tuple[str, Any]] = (),
         flush_timeout_s: float = 30.0,
+        client_path: str | None = None,
     ) -> ProducerWorker:
-        """Start a producer with the variant's client configuration; joined (or stopped) by the caller."""
+        """Start a producer with the variant's client configuration; joined (or stopped) by the caller.
+        ``client_path``: see :meth:`context_on`."""
         spec = ProducerSpec(
             name=name,
             rate=rate,
@@ -120,7 +134,7 @@ class RunWorkers:
             flush_timeout_s=flush_timeout_s,
             overrides=tuple(overrides),
         )
-        worker = ProducerWorker(self.context, spec)
+        worker = ProducerWorker(self.context_on(client_path), spec)
         self.on_close(lambda: _quiet(lambda: worker.stop(hasty=self.interrupting)))
         return worker.start()
 
@@ -134,11 +148,12 @@ class RunWorkers:
         checkpoint: Checkpoint = "ack",
         overrides: Sequence[tuple[str, Any]] = (),
         flush_timeout_s: float = 30.0,
+        client_path: str | None = None,
     ) -> ProcessProducer:
         """Start a producer in a child process (:mod:`chaos.workload.producer_process`) that checkpoints what
         it considers sent (``checkpoint``: the last ack or the last send) in the run's directory: ``crash()``
         SIGKILLs it, ``start()`` again resumes at the checkpoint, ``pause()`` / ``resume()`` freeze it. The
-        run stops it when it ends (unless it was killed)."""
+        run stops it when it ends (unless it was killed). ``client_path``: see :meth:`context_on`."""
         spec = ProcessProducerSpec(
             name=name,
             rate=rate,
@@ -148,7 +163,7 @@ class RunWorkers:
             flush_timeout_s=flush_timeout_s,
             overrides=tuple(overrides),
         )
-        worker = ProcessProducer(self.context, spec)
+        worker = ProcessProducer(self.context_on(client_path), spec)
 
         def close() -> None:
             if worker.running:
@@ -240,8 +255,10 @@ class RunWorkers:
         topic: str | None = None,
         strategy: CommitStrategy = "commit_after",
         record_delivery: DeliveryPoint = "consume",
+        client_path: str | None = None,
     ) -> ThreadMember:
-        """Start a group member (:meth:`member_spec`) in a thread; the run stops it when it ends."""
+        """Start a group member (:meth:`member_spec`) in a thread; the run stops it when it ends.
+        ``client_path``: see :meth:`context_on`."""
         spec = self.member_spec(
             name,
             processing=processing,
@@ -252,7 +269,7 @@ class RunWorkers:
             strategy=strategy,
             record_delivery=record_delivery,
         )
-        member = ThreadMember(self.context, spec)
+        member = ThreadMember(self.context_on(client_path), spec)
         self.on_close(lambda: member.stop(hasty=self.interrupting))
         return member.start()
 

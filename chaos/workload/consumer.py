@@ -378,6 +378,10 @@ class ThreadMember:
         self.error: BaseException | None = None
 
     @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 

@@ -304,6 +304,7 @@ class ProducerWorker:
 
     def __init__(self, context: RunContext, spec: ProducerSpec) -> None:
         self.spec = spec
+        self.context = context
         self.topic = spec.topic or context.topic
         self._logs = ClientLogBridge(context.sink, context.run_id, spec.name)
         self.client_config = spec.client_config(context)
@@ -317,6 +318,10 @@ class ProducerWorker:
         self._error: BaseException | None = None
         self._started = 0.0
         self._finished = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
     # ---- lifecycle ---------------------------------------------------------------------------------
 

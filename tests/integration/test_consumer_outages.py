@@ -16,18 +16,25 @@
 - **a frozen member** (``chaos.faults.client.ClientPause``, issue 17): the same two members, ``doomed``
   frozen by SIGSTOP instead of killed, until ``survivor`` owns its partitions: the freeze is a fault window
   in the history (target the member), the handover takes about the session timeout, nothing is lost.
+- **a member cut from the cluster** (a network fault on one client, issue 17): ``doomed`` runs on a client
+  path of its own (``ext1``); ``Refuse`` on it cuts that path on every broker while ``survivor`` and the
+  producer keep the shared path. ``doomed``'s partitions move to ``survivor`` after about the session
+  timeout, and ``survivor``'s deliveries never stop during the cut.
 
 Each test is bounded (every wait has a timeout) and takes under a minute here.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import time
 from collections.abc import Callable
 
 import pytest
 
 from chaos.faults.client import ClientPause
+from chaos.faults.toxics import Refuse
 from chaos.history import Event, TxnMarker
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
 from chaos.workload import IDEMPOTENT, TRANSACTIONAL, ProcessMember, ProducerWorker
@@ -147,11 +154,14 @@ def owned(events: list[Event], process: str) -> set[int]:
     return held
 
 
-def two_members_consuming(run: ScenarioRun) -> tuple[ProcessMember, ProducerWorker, set[int]]:
-    """``DOOMED`` (a child process) and ``SURVIVOR`` sharing the run's ``PARTITIONS`` partitions while a
-    producer writes, both consuming; returns the doomed member, the producer and the partitions it holds."""
+def two_members_consuming(
+    run: ScenarioRun, client_path: str | None = None
+) -> tuple[ProcessMember, ProducerWorker, set[int]]:
+    """``DOOMED`` (a child process, on ``client_path``) and ``SURVIVOR`` sharing the run's ``PARTITIONS``
+    partitions while a producer writes, both consuming; returns the doomed member, the producer and the
+    partitions it holds."""
     run.create_topic(partitions=PARTITIONS, replication_factor=3)
-    doomed = ProcessMember(run.context, run.member_spec(DOOMED)).start()
+    doomed = ProcessMember(run.context_on(client_path), run.member_spec(DOOMED)).start()
     run.on_close(lambda: doomed.stop())
     run.member(SURVIVOR)
     producer = run.producer(rate=100.0, duration_s=30.0)
@@ -265,4 +275,71 @@ def test_a_frozen_members_partitions_are_handed_over_and_the_freeze_is_a_recorde
         assert (handover.from_process, handover.to_process) == (DOOMED, SURVIVOR)
         assert handover.start_mono <= inject.mono < handover.end_mono
         assert SESSION_S - HEARTBEAT_S - 0.5 <= handover.handover_s <= SESSION_S + 5.0, handover
+    assert result.audit.verdict == "pass", result.audit.failed_by
+
+
+# ---- a member cut from the cluster: a network fault on one client -------------------------------------
+
+CUT_MEMBER = Scenario(
+    scenario_id="cut_member_handover",
+    case_id="X14",
+    title="A member cut from the cluster: its partitions handed over while its colleague keeps consuming",
+    source=SOURCE,
+    symptom=(
+        "a consumer cut from the coordinator (a zombie) lost its partitions after session.timeout.ms while "
+        "the rest of the group kept consuming"
+    ),
+    client=IDEMPOTENT,
+    guarantee="at_least_once",
+    expected_verdict="pass",
+    consumer_config=GROUP,
+    variants=(
+        Variant(
+            "cut",
+            f"one of two members cut (its own client path refused) until its partitions moved "
+            f"(session {SESSION_S:.0f} s)",
+        ),
+    ),
+)
+SURVIVOR_STALL_S = 2.0
+"""The longest ``survivor`` may go without a delivery during the cut: the producer writes ~25 records/s to
+each partition, and the eager rebalance that hands it ``doomed``'s partitions takes well under a second."""
+
+
+def test_a_cut_members_partitions_move_while_its_colleague_keeps_consuming(
+    scenario_run: Callable[..., ScenarioRun],
+) -> None:
+    with scenario_run(CUT_MEMBER, "cut") as run:
+        cut, producer, held = two_members_consuming(run, client_path="ext1")
+        with run.fault(Refuse, cut):
+            run.wait_for(
+                f"{SURVIVOR} consumes {DOOMED}'s partitions",
+                lambda ev: held <= owned(ev, SURVIVOR),
+                SESSION_S + 20,
+            )
+        producer.join()
+        run.wait_caught_up(45)
+        result = run.finish()
+
+    events = list(result.events)
+    inject, heal = views.faults(events, "refuse")
+    during = [d.mono for d in views.deliveries(events, SURVIVOR) if inject.mono <= d.mono <= heal.mono]
+    marks = [inject.mono, *during, heal.mono]
+    longest = max(b - a for a, b in itertools.pairwise(marks))
+    handovers = {h.partition: h for h in result.audit.facts.availability.consumer.handovers}
+    print(
+        f"\n{DOOMED} held {sorted(held)}, cut {heal.mono - inject.mono:.2f} s; {SURVIVOR} delivered "
+        f"{len(during)} meanwhile, longest pause {longest:.2f} s; handovers "
+        + ", ".join(f"p{p} {handovers[p].handover_s:.2f} s" for p in sorted(held) if p in handovers)
+        + f"; {result.summary()}"
+    )
+    assert (inject.target, heal.target, heal.error) == (DOOMED, DOOMED, None)
+    assert json.loads(inject.params)["paths"] == ["ext1"], inject.params
+    assert held, f"{DOOMED} held no partition when it was cut"
+    for partition in held:
+        handover = handovers.get(partition)
+        assert handover is not None, f"no handover of partition {partition}"
+        assert (handover.from_process, handover.to_process) == (DOOMED, SURVIVOR)
+        assert SESSION_S - HEARTBEAT_S - 0.5 <= handover.handover_s <= SESSION_S + 5.0, handover
+    assert longest <= SURVIVOR_STALL_S, f"{SURVIVOR} stopped consuming for {longest:.2f} s during the cut"
     assert result.audit.verdict == "pass", result.audit.failed_by
