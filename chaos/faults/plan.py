@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from chaos.errors import PlanError
 from chaos.faults.base import Fault, FaultLog, Param
 from chaos.faults.network import IsolateFromQuorum, NetworkCut
-from chaos.faults.operations import RemoveBroker
+from chaos.faults.operations import PreferredElection, ReassignReplicas, RemoveBroker
 from chaos.faults.process import Crash, Pause, Stop
 from chaos.faults.targets import (
     ActiveController,
@@ -44,7 +44,12 @@ KINDS: tuple[str, ...] = (
     "slicer",
     "limit_data",
     "remove_broker",
+    "preferred_election",
+    "reassign_replicas",
 )
+TOPIC_KINDS: tuple[str, ...] = ("preferred_election", "reassign_replicas")
+"""Operations on the plan's topic (target: the leader of one of its partitions, which names the partition):
+drawn only when :func:`generate_plan` is given a topic."""
 _PATH_CHOICES: tuple[tuple[str, ...], ...] = (("ext",), ("int",), ("ctl",), ("ext", "int", "ctl"))
 
 
@@ -151,7 +156,7 @@ def _draw_target(rng: random.Random, brokers: int, topic: str | None) -> Target:
     return FollowerOf(topic, 0, rng.randint(0, 1))
 
 
-def _draw_params(rng: random.Random, kind: str) -> dict[str, Param]:
+def _draw_params(rng: random.Random, kind: str, brokers: int) -> dict[str, Param]:
     if kind == "latency":
         ms = rng.randint(100, 2000)
         return {"ms": ms, "jitter_ms": rng.randint(0, ms // 4), **_draw_route(rng)}
@@ -169,6 +174,10 @@ def _draw_params(rng: random.Random, kind: str) -> dict[str, Param]:
         return {"bytes_": rng.randint(1_000, 100_000), **_draw_route(rng)}
     if kind == "refuse":
         return {"paths": rng.choice(_PATH_CHOICES)}
+    if (
+        kind == "reassign_replicas"
+    ):  # a new replica set (on 3 brokers: a new order, so a new preferred leader)
+        return {"replicas": tuple(rng.sample(range(1, brokers + 1), min(3, brokers)))}
     return {}
 
 
@@ -190,6 +199,9 @@ def generate_plan(
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
         raise PlanError(f"kinds {unknown or kinds!r} not in {', '.join(KINDS)}")
+    drawable = [k for k in kinds if topic is not None or k not in TOPIC_KINDS]
+    if not drawable:
+        raise PlanError(f"kinds {kinds!r} are operations on a topic: give generate_plan a topic")
     if not 0 < min_fault_s <= max_fault_s:
         raise PlanError(f"need 0 < min_fault_s <= max_fault_s (got {min_fault_s}, {max_fault_s})")
     rng = random.Random(seed)
@@ -199,9 +211,13 @@ def generate_plan(
         length = _ms(rng.uniform(min_fault_s, max_fault_s))
         if now + length > duration_s:
             break
-        kind = rng.choice(kinds)
-        target = _draw_target(rng, brokers, topic)
-        params = tuple(sorted(_draw_params(rng, kind).items()))
+        kind = rng.choice(drawable)
+        if kind in TOPIC_KINDS:
+            assert topic is not None
+            target: Target = LeaderOf(topic, 0)
+        else:
+            target = _draw_target(rng, brokers, topic)
+        params = tuple(sorted(_draw_params(rng, kind, brokers).items()))
         steps.append(FaultStep(now, length, kind, target, params))
         now = _ms(now + length + rng.uniform(0.5, max_gap_s))
     return Plan(seed, brokers, tuple(steps))
@@ -221,6 +237,26 @@ _BUILDERS: dict[str, type[Fault]] = {
     "limit_data": LimitData,
     "remove_broker": RemoveBroker,
 }
+
+
+def _on_partition(kind: type[Fault]) -> Any:
+    """A topic operation's builder from a plan step: its target, the leader of a partition, names the
+    topic and the partition."""
+
+    def build(cluster: KafkaCluster, target: Target, log: FaultLog | None = None, **params: Any) -> Fault:
+        if not isinstance(target, LeaderOf):
+            raise PlanError(
+                f"a {kind.kind} step targets the leader of a partition of a topic, not {target!r}"
+            )
+        if kind is PreferredElection:
+            return PreferredElection(cluster, target.topic, (target.partition,), log=log, **params)
+        return ReassignReplicas(cluster, target.topic, target.partition, log=log, **params)
+
+    return build
+
+
+_BUILDERS["preferred_election"] = _on_partition(PreferredElection)
+_BUILDERS["reassign_replicas"] = _on_partition(ReassignReplicas)
 
 
 def build_fault(cluster: KafkaCluster, step: FaultStep, log: FaultLog | None = None) -> Fault:

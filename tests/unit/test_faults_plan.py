@@ -57,3 +57,31 @@ def test_unknown_kind_is_a_plan_error() -> None:
 def test_malformed_json_is_a_plan_error() -> None:
     with pytest.raises(PlanError, match="format"):
         Plan.from_json('{"format": 0, "seed": 1, "brokers": 3, "steps": []}')
+
+
+def test_topic_operations_are_drawn_only_with_a_topic_and_build_on_its_partition() -> None:
+    from chaos.cluster.broker import Broker
+    from chaos.cluster.cluster import KafkaCluster
+    from chaos.cluster.images import ImageSet
+    from chaos.faults.operations import PreferredElection, ReassignReplicas
+    from chaos.faults.plan import TOPIC_KINDS, build_fault
+
+    assert not {s.kind for s in generate_plan(3, duration_s=3000).steps} & set(TOPIC_KINDS)
+    plan = generate_plan(3, duration_s=600, topic="orders", kinds=TOPIC_KINDS)
+    assert {s.kind for s in plan.steps} == set(TOPIC_KINDS)
+    assert Plan.from_json(plan.to_json()) == plan
+    cluster = KafkaCluster(ImageSet("kafka:x", "toxiproxy:x", "reaper:x", ()))
+    cluster.brokers = tuple(Broker(i, f"kafka-{i}", 9000 + i, None) for i in (1, 2, 3))  # type: ignore[arg-type]
+    for step in plan.steps:
+        fault = build_fault(cluster, step)
+        assert fault.target_text == "topic orders"
+        if step.kind == "reassign_replicas":
+            assert isinstance(fault, ReassignReplicas)
+            assert (fault.partition, sorted(fault.replicas)) == (0, [1, 2, 3])
+        else:
+            assert isinstance(fault, PreferredElection)
+            assert fault.partitions == (0,)
+    with pytest.raises(PlanError, match="give generate_plan a topic"):
+        generate_plan(3, kinds=("preferred_election",))
+    with pytest.raises(PlanError, match="targets the leader of a partition"):
+        build_fault(cluster, FaultStep(0.0, 1.0, "preferred_election", 2))
