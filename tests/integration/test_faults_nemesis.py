@@ -13,20 +13,26 @@ from chaos.faults.base import DEFAULT_LOG
 from chaos.faults.nemesis import Nemesis
 from chaos.faults.network import IsolateFromQuorum
 from chaos.faults.plan import FaultStep, Plan
-from chaos.faults.targets import ActiveController
+from chaos.faults.targets import ActiveController, LeaderOf
 
 pytestmark = pytest.mark.integration
 
 
 def test_nemesis_runs_the_plan_and_heals(kafka_cluster: KafkaCluster, nemesis: Nemesis) -> None:
+    topic = "nemesis-ops"
+    kafka_cluster.create_topic(topic, partitions=1, replication_factor=3)
+    replicas = kafka_cluster.partition(topic, 0).replicas
+    moved = (*replicas[1:], replicas[0])  # another preferred leader
     plan = Plan(
         seed=0,
         brokers=3,
         steps=(
-            FaultStep(0.0, 1.0, "latency", 2, (("direction", "both"), ("ms", 200), ("paths", ("ext",)))),
-            FaultStep(1.5, 1.0, "pause", ActiveController()),
-            FaultStep(3.0, 1.0, "refuse", 1, (("paths", ("ext",)),)),
-            FaultStep(4.5, 1.0, "remove_broker", 3),
+            FaultStep(0.0, 1.0, "reassign_replicas", LeaderOf(topic, 0), (("replicas", moved),)),
+            FaultStep(1.5, 1.0, "preferred_election", LeaderOf(topic, 0)),
+            FaultStep(3.0, 1.0, "latency", 2, (("direction", "both"), ("ms", 200), ("paths", ("ext",)))),
+            FaultStep(4.5, 1.0, "pause", ActiveController()),
+            FaultStep(6.0, 1.0, "refuse", 1, (("paths", ("ext",)),)),
+            FaultStep(7.5, 1.0, "remove_broker", 3),
         ),
     )
     before = len(DEFAULT_LOG.records())
@@ -34,9 +40,12 @@ def test_nemesis_runs_the_plan_and_heals(kafka_cluster: KafkaCluster, nemesis: N
     assert nemesis.wait(120)
     assert nemesis.errors == []
     records = DEFAULT_LOG.records()[before:]
-    assert [r.kind for r in records] == ["latency", "pause", "refuse", "remove_broker"]
+    kinds = ["reassign_replicas", "preferred_election", "latency", "pause", "refuse", "remove_broker"]
+    assert [r.kind for r in records] == kinds
     assert all(r.healed_at is not None and r.error is None for r in records)
-    assert records[1].brokers[0] in {1, 2, 3}
+    assert records[0].target == records[1].target == f"topic {topic}"
+    assert records[3].brokers[0] in {1, 2, 3}
+    assert kafka_cluster.partition(topic, 0).replicas == replicas  # the reassignment reverted
     for broker in kafka_cluster.brokers:
         assert broker.status() == "running"
         assert wire.api_versions("127.0.0.1", broker.ext_port, timeout_s=5).request_s < 0.2
