@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup provision chaos test lint smoke bench clean reliability spark-cluster matrix
+.PHONY: setup provision chaos test lint smoke bench clean reliability spark-cluster matrix platforms
 
 setup:
 	@scripts/setup.sh
@@ -22,7 +22,8 @@ chaos: provision
 ## their own, then the real-cluster tests — plus one real scenario run whose incident report is
 ## checked (issue 7's acceptance: ISR2's vulnerable variant, audited by Spark); then every page of the
 ## session's real report tree in headless Chromium (skipped in the first run, which has no tree yet);
-## then the faster half of the reliability suite (the rest — kill -9 x10, Ctrl-C, two sessions and the
+## then the official-image path through a local registry as a non-root user (tests/platforms, ≈ 1.5 min warm;
+## also `make platforms`), then the faster half of the reliability suite (the rest — kill -9 x10, Ctrl-C, two sessions and the
 ## iptables cycles — in `make reliability`: README, "Reliability").
 REPORT_CHECK := scenarios/test_isr2_lost_isr.py::test_isr2[vulnerable]
 SPARK_CLUSTER := tests/integration/test_spark_standalone.py
@@ -30,8 +31,10 @@ RELIABILITY_CI := $(addprefix tests/reliability/,test_bad_input_matrix.py test_r
 	test_full_disk.py test_sigterm.py)
 test: provision lint
 	$(BIN)/pytest tests/unit --durations=10 $(PYTEST_ARGS)
-	$(BIN)/pytest tests "$(REPORT_CHECK)" --ignore=tests/unit --ignore=$(SPARK_CLUSTER) --durations=10 $(PYTEST_ARGS)
+	$(BIN)/pytest tests "$(REPORT_CHECK)" --ignore=tests/unit --ignore=$(SPARK_CLUSTER) --ignore=tests/platforms \
+	  --durations=10 $(PYTEST_ARGS)
 	CHAOS_BROWSER_TREE=reports $(BIN)/pytest -q -p no:cacheprovider tests/integration/test_report_browser.py -k real_tree
+	$(BIN)/pytest -q -p no:cacheprovider tests/platforms
 	$(BIN)/pytest -q -p no:cacheprovider -m reliability $(RELIABILITY_CI)
 
 lint: setup
@@ -46,6 +49,13 @@ clean: setup
 ## reaper's trust, bad input — real containers, real signals, minutes per test (README, "Reliability").
 reliability: provision
 	$(BIN)/pytest -m reliability tests/reliability $(PYTEST_ARGS)
+
+## The official-image path on this machine (issue 20, docs/platforms.md): a registry built from the Go module
+## proxy on 127.0.0.1, the local images pushed under their official names, the smoke test and one scenario
+## as a non-root user with CHAOS_IMAGES=official and no build tool callable; auto's fallback on a registry
+## that never answers. Creates the user chaos-nonroot (docker group) when run as root.
+platforms: provision
+	$(BIN)/pytest tests/platforms $(PYTEST_ARGS)
 
 ## The audit on a Spark standalone cluster (master + worker from the PySpark distribution, on loopback):
 ## ≈ 3 min, outside `make test` for its time (docs/spark-cluster.md).

@@ -39,6 +39,24 @@ def test_official_refs_come_from_versions_and_can_be_overridden(monkeypatch: pyt
     assert official_ref(Role.TOXIPROXY) == "mirror.example/toxiproxy:2.12.0"
 
 
+def test_a_registry_mirror_prefixes_every_official_name_but_not_a_full_override(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for role in Role:
+        monkeypatch.delenv(f"CHAOS_{role.value.upper()}_IMAGE", raising=False)
+    monkeypatch.setenv("CHAOS_REGISTRY_MIRROR", "127.0.0.1:5000")
+    assert official_ref(Role.KAFKA, "4.4.0") == "127.0.0.1:5000/apache/kafka:4.4.0"
+    assert official_ref(Role.REAPER) == f"127.0.0.1:5000/{versions.OFFICIAL_RYUK_IMAGE}"
+    monkeypatch.setenv("CHAOS_REGISTRY_MIRROR", "mirror.example.internal/hub")
+    assert official_ref(Role.TOXIPROXY) == f"mirror.example.internal/hub/{versions.OFFICIAL_TOXIPROXY_IMAGE}"
+    monkeypatch.setenv("CHAOS_TOXIPROXY_IMAGE", "elsewhere.example/toxiproxy:2.12.0")
+    assert official_ref(Role.TOXIPROXY) == "elsewhere.example/toxiproxy:2.12.0"
+    for bad in ("http://127.0.0.1:5000", "127.0.0.1:5000/", "a b"):
+        monkeypatch.setenv("CHAOS_REGISTRY_MIRROR", bad)
+        with pytest.raises(ConfigError, match=r"CHAOS_REGISTRY_MIRROR=.*host\[:port\]\[/path\]"):
+            official_ref(Role.KAFKA)
+
+
 def test_each_supported_kafka_version_has_its_official_ref_and_local_recipe(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -116,3 +134,46 @@ def test_no_mirror_says_how_to_set_one(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.delenv("CHAOS_DEBIAN_MIRROR", raising=False)
     with pytest.raises(ToolMissing, match="CHAOS_DEBIAN_MIRROR"):
         debian_mirror(_apt_dir(tmp_path, {}))
+
+
+def test_registry_of_names_the_host_of_a_reference() -> None:
+    from chaos.cluster.images import registry_of
+
+    assert registry_of("apache/kafka:4.1.1") == ""
+    assert registry_of("127.0.0.1:5000/apache/kafka:4.1.1") == "127.0.0.1:5000"
+    assert registry_of("mirror.example.internal/hub/testcontainers/ryuk:0.14.0") == "mirror.example.internal"
+    assert registry_of("localhost/kafka:1") == "localhost"
+    assert registry_of("kafka:1") == ""
+
+
+def test_auto_tries_an_unreachable_registry_once_then_builds_locally(monkeypatch: pytest.MonkeyPatch) -> None:
+    import chaos.cluster.images as images
+    from chaos.errors import ImagePullFailed
+
+    monkeypatch.setenv("CHAOS_REGISTRY_MIRROR", "127.0.0.1:5999")
+    for role in Role:
+        monkeypatch.delenv(f"CHAOS_{role.value.upper()}_IMAGE", raising=False)
+    pulls: list[Role] = []
+
+    def pull(role: Role, kafka_version: str) -> str:
+        pulls.append(role)
+        reason = "request canceled (Client.Timeout exceeded while awaiting headers)"
+        raise ImagePullFailed(reason, f"cannot pull: {reason}")
+
+    monkeypatch.setattr(images, "pull_official", pull)
+    monkeypatch.setattr(images, "image_present", lambda ref: False)
+    monkeypatch.setattr(images, "ensure_local", lambda name, kafka_version: f"chaos-harness/{name}:local")
+    chosen = ensure_images(Source.AUTO)
+    assert pulls == [Role.KAFKA]  # the first pull timed out: the others did not wait for the same registry
+    assert dict(chosen.sources) == {role: Source.LOCAL for role in Role}
+    assert chosen.toxiproxy == "chaos-harness/toxiproxy:local"
+
+    pulls.clear()
+
+    def missing(role: Role, kafka_version: str) -> str:
+        pulls.append(role)
+        raise ImagePullFailed("manifest unknown", "cannot pull: manifest unknown")
+
+    monkeypatch.setattr(images, "pull_official", missing)
+    ensure_images(Source.AUTO)
+    assert pulls == list(Role)  # a missing image says nothing about the registry: each is tried

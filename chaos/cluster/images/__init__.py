@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from chaos import versions
@@ -51,16 +52,37 @@ def pull_official(role: Role, kafka_version: str = versions.KAFKA_VERSION) -> st
     return ref
 
 
-def _ensure_role(role: Role, source: Source, kafka_version: str) -> tuple[str, Source]:
+_UNREACHABLE = re.compile(
+    r"timeout|timed out|connection refused|no such host|network is unreachable|connection reset|EOF"
+    r"|ConnectionError|ReadTimeout",
+    re.IGNORECASE,
+)
+
+
+def registry_of(ref: str) -> str:
+    """The registry host of an image reference (``""``: the engine's default registry)."""
+    first, slash, _ = ref.partition("/")
+    return first if slash and ("." in first or ":" in first or first == "localhost") else ""
+
+
+def _ensure_role(role: Role, source: Source, kafka_version: str, unreachable: set[str]) -> tuple[str, Source]:
+    """``role``'s image from ``source``. ``auto`` falls back to the local build when the pull fails, and
+    skips the pull at once when an earlier pull found the same registry unreachable (``unreachable``)."""
     if source is Source.LOCAL:
         return ensure_local(ROLE_IMAGE[role], kafka_version=kafka_version), Source.LOCAL
     if source is Source.OFFICIAL:
         return pull_official(role, kafka_version), Source.OFFICIAL
+    ref = official_ref(role, kafka_version)
+    registry = registry_of(ref)
+    if registry in unreachable and not image_present(ref):
+        console.print(f"  [dim]{ref}: its registry did not answer a moment ago; using the local build[/dim]")
+        return ensure_local(ROLE_IMAGE[role], kafka_version=kafka_version), Source.LOCAL
     try:
         return pull_official(role, kafka_version), Source.OFFICIAL
     except ImagePullFailed as exc:
         why = exc.reason.rsplit(": ", 1)[-1]
-        ref = official_ref(role, kafka_version)
+        if _UNREACHABLE.search(exc.reason):
+            unreachable.add(registry)
         console.print(f"  [dim]{ref} cannot be pulled ({why}); using the local build[/dim]")
         return ensure_local(ROLE_IMAGE[role], kafka_version=kafka_version), Source.LOCAL
 
@@ -76,7 +98,8 @@ def ensure_images(
             f"{', '.join(versions.SUPPORTED_KAFKA_VERSIONS)} (chaos/versions.py)"
         )
     chosen = source if isinstance(source, Source) else Source.parse(source)
-    resolved = {role: _ensure_role(role, chosen, kafka_version) for role in Role}
+    unreachable: set[str] = set()
+    resolved = {role: _ensure_role(role, chosen, kafka_version, unreachable) for role in Role}
     return ImageSet(
         kafka=resolved[Role.KAFKA][0],
         toxiproxy=resolved[Role.TOXIPROXY][0],

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from dataclasses import dataclass
 
 from chaos import versions
 from chaos.errors import ConfigError
 
 ENV_SOURCE = "CHAOS_IMAGES"
+ENV_MIRROR = "CHAOS_REGISTRY_MIRROR"
+_MIRROR = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._-]+)*")
 
 
 class Role(enum.StrEnum):
@@ -41,17 +44,33 @@ class Source(enum.StrEnum):
             ) from None
 
 
+def registry_mirror() -> str | None:
+    """``$CHAOS_REGISTRY_MIRROR``: a registry (``host[:port][/path]``) that serves the official images under
+    their own repository names; ``None`` when unset."""
+    mirror = os.environ.get(ENV_MIRROR, "").strip()
+    if not mirror:
+        return None
+    if not _MIRROR.fullmatch(mirror):
+        raise ConfigError(
+            f"{ENV_MIRROR}={mirror!r} is not a registry address: write host[:port][/path], no scheme and no "
+            "trailing slash (e.g. 127.0.0.1:5000 or mirror.example.internal/dockerhub)"
+        )
+    return mirror
+
+
 def official_ref(role: Role, kafka_version: str = versions.KAFKA_VERSION) -> str:
-    """The official image for ``role`` (Kafka's of ``kafka_version``); ``CHAOS_<ROLE>_IMAGE`` overrides it
-    (e.g. a mirror's name)."""
+    """The official image for ``role`` (Kafka's of ``kafka_version``): ``CHAOS_<ROLE>_IMAGE`` when set (a
+    full reference, used as it is), else the official name, under ``$CHAOS_REGISTRY_MIRROR`` when set."""
     override = os.environ.get(f"CHAOS_{role.value.upper()}_IMAGE")
     if override:
         return override
-    return {
+    name = {
         Role.KAFKA: f"{versions.OFFICIAL_KAFKA_REPOSITORY}:{kafka_version}",
         Role.TOXIPROXY: versions.OFFICIAL_TOXIPROXY_IMAGE,
         Role.REAPER: versions.OFFICIAL_RYUK_IMAGE,
     }[role]
+    mirror = registry_mirror()
+    return f"{mirror}/{name}" if mirror else name
 
 
 @dataclass(frozen=True)
