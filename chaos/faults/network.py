@@ -1,7 +1,8 @@
 """Silent network faults from iptables inside a broker's network namespace.
 
-A sidecar (the local JRE base image, which carries iptables) runs with
-``network_mode=container:<broker>`` and NET_ADMIN, so its rules apply to the broker's own interfaces.
+A sidecar (the local JRE base image, which carries iptables, or ``$CHAOS_NETCUT_IMAGE``:
+:func:`sidecar_image`) runs with ``network_mode=container:<broker>`` and NET_ADMIN, so its rules apply to
+the broker's own interfaces.
 Rules DROP (never REJECT): peers and clients see silence, not a reset — the seed's "network cut".
 A sidecar carries the run's label, so the reaper and ``chaos clean`` remove it if the process dies.
 
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import shlex
 import uuid
 from dataclasses import dataclass
@@ -51,8 +53,10 @@ from chaos.faults.targets import Target, resolve
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
+    from chaos.cluster.images import ImageSet
 
 SIDECAR_ROLE = "netcut"
+NETCUT_IMAGE_ENV: Final = "CHAOS_NETCUT_IMAGE"
 SIDECAR_LIFETIME_S = 3600  # the sidecar's sleep; heal does not need it (it starts another if it is gone)
 CHAIN_PREFIX: Final = "CHAOS-"
 BACKENDS: Final = ("iptables", "iptables-legacy")
@@ -62,10 +66,25 @@ Command = list[str]
 Jump = tuple[str, list[str]]  # (built-in chain, match arguments before ``-j <chain>``)
 
 
-def sidecar_image() -> str:
-    """The local JRE base image (it carries iptables and tc); built once if missing."""
-    from chaos.cluster.images.local import ensure_local
+def sidecar_image(images: ImageSet | None = None) -> str:
+    """The image the sidecar runs: ``$CHAOS_NETCUT_IMAGE`` (any image with ``iptables`` and ``sleep``, e.g.
+    your own base image pinned by digest), else the local JRE base (it carries iptables), built once if
+    missing — unless the cluster runs official images (``images``): a session that chose not to build is
+    then told the fix instead of starting a root-only debootstrap mid-fault."""
+    from chaos.cluster.images.catalog import Role, Source
+    from chaos.cluster.images.local import ensure_local, image_present, recipes
 
+    override = os.environ.get(NETCUT_IMAGE_ENV, "").strip()
+    if override:
+        return override
+    tag = recipes()["jre-base"].tag
+    if images is not None and images.source(Role.KAFKA) is Source.OFFICIAL and not image_present(tag):
+        raise FaultError(
+            "a network fault needs an image with iptables for its sidecar, and this session runs official "
+            f"images without the local {tag}\n"
+            f"  fix: set {NETCUT_IMAGE_ENV} to an image that carries iptables (pin it by digest), or build "
+            "the local one once as root: `chaos images build jre-base`"
+        )
     return ensure_local("jre-base")
 
 
@@ -140,7 +159,7 @@ def _start_sidecar(cluster: KafkaCluster, broker_id: int, for_heal: bool = False
         doing = "heal the cut (retry when it has settled)" if for_heal else "inject a network fault"
         raise FaultError(f"broker {broker_id} is {status}: cannot {doing}; it needs the broker running")
     return docker_client().containers.run(
-        sidecar_image(),
+        sidecar_image(getattr(cluster, "images", None)),
         ["sleep", str(SIDECAR_LIFETIME_S)],
         name=f"chaos-{cluster.run_id}-netcut-{broker_id}-{uuid.uuid4().hex[:6]}",
         network_mode=f"container:{wrapped.id}",

@@ -244,7 +244,7 @@ class FakeCluster:
 def engine(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
     fake = FakeEngine()
     monkeypatch.setattr(network, "docker_client", lambda: fake)
-    monkeypatch.setattr(network, "sidecar_image", lambda: "chaos-harness/jre-base:test")
+    monkeypatch.setattr(network, "sidecar_image", lambda images=None: "chaos-harness/jre-base:test")
     return fake
 
 
