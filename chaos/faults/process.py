@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
+from chaos.errors import FaultError
 from chaos.faults.base import Fault, FaultLog, Param
 from chaos.faults.targets import Target
 
@@ -72,8 +73,20 @@ class Pause(Fault):
     kind = "pause"
 
     def _inject(self) -> None:
+        import docker.errors
+
         (broker_id,) = self.brokers
-        self.cluster.broker(broker_id).docker.pause()
+        try:
+            self.cluster.broker(broker_id).docker.pause()
+        except docker.errors.APIError as exc:
+            if "freezer" not in str(exc) and "cgroup" not in str(exc):
+                raise
+            raise FaultError(
+                f"the engine cannot pause broker {broker_id}: {exc.explanation or exc}\n"
+                "  fix: `docker pause` needs the cgroup freezer; a rootless engine has it only on cgroup v2 "
+                "with systemd delegating the cgroup to the user (docs/platforms.md): run on a rootful "
+                "engine or enable delegation, or use a Stop/Crash fault instead"
+            ) from exc
 
     def _heal(self) -> None:
         (broker_id,) = self.brokers
