@@ -22,9 +22,9 @@ chaos: provision
 ## their own, then the real-cluster tests — plus one real scenario run whose incident report is
 ## checked (issue 7's acceptance: ISR2's vulnerable variant, audited by Spark); then every page of the
 ## session's real report tree in headless Chromium (skipped in the first run, which has no tree yet);
-## then the official-image path through a local registry as a non-root user (tests/platforms, ≈ 1.5 min warm;
-## also `make platforms`), then the faster half of the reliability suite (the rest — kill -9 x10, Ctrl-C, two sessions and the
-## iptables cycles — in `make reliability`: README, "Reliability").
+## then the official-image path through a local registry as a non-root user (tests/platforms, ≈ 1.5 min
+## warm; also `make platforms`), then the faster half of the reliability suite (the rest — kill -9 x10,
+## Ctrl-C, two sessions and the iptables cycles — in `make reliability`: README, "Reliability").
 REPORT_CHECK := scenarios/test_isr2_lost_isr.py::test_isr2[vulnerable]
 SPARK_CLUSTER := tests/integration/test_spark_standalone.py
 RELIABILITY_CI := $(addprefix tests/reliability/,test_bad_input_matrix.py test_reaper_trust.py \
