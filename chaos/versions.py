@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-KAFKA_VERSION = "4.1.1"
+KAFKA_VERSION = "4.4.0"
 """The default Kafka version: a cluster, an image, a smoke test without ``--kafka-version``."""
 SUPPORTED_KAFKA_VERSIONS: tuple[str, ...] = ("3.9.2", "4.0.2", "4.1.1", "4.4.0")
 """The Kafka versions a cluster can run (KRaft only): the last 3.x, then the newest of each 4.x line tried."""
