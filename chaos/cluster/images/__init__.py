@@ -53,7 +53,8 @@ def pull_official(role: Role, kafka_version: str = versions.KAFKA_VERSION) -> st
 
 
 _UNREACHABLE = re.compile(
-    r"timeout|timed out|connection refused|no such host|network is unreachable|connection reset|EOF"
+    r"timeout|timed out|deadline exceeded|connection refused|no such host|network is unreachable"
+    r"|connection reset|EOF"
     r"|ConnectionError|ReadTimeout",
     re.IGNORECASE,
 )
