@@ -9,12 +9,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from chaos.cluster.config import MAX_CLIENT_PATHS
 from chaos.cluster.containers import log_tail
 from chaos.errors import ClusterError
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
     from testcontainers.core.container import DockerContainer
+
+
+def client_path_names(extra: int) -> tuple[str, ...]:
+    """The client paths of a cluster with ``extra`` extra ones: the shared ``ext``, then ``ext1`` ..."""
+    return ("ext", *(f"ext{k}" for k in range(1, extra + 1)))
+
+
+def unknown_client_path(path: str, known: tuple[str, ...]) -> ClusterError:
+    return ClusterError(
+        f"unknown client path {path!r}: this cluster has {', '.join(known)} "
+        f"(more with ClusterConfig(client_paths=N), at most {MAX_CLIENT_PATHS})"
+    )
+
 
 INT_PROXY_BASE = 19000  # int-i listens on INT_PROXY_BASE + i inside the Toxiproxy container
 CTL_PROXY_BASE = 19100
@@ -47,7 +61,7 @@ class Broker:
     @property
     def client_paths(self) -> tuple[str, ...]:
         """This broker's client paths: the shared ``ext`` and the extra ``ext1``, ``ext2``, ..."""
-        return ("ext", *(f"ext{k}" for k in range(1, len(self.client_ports) + 1)))
+        return client_path_names(len(self.client_ports))
 
     def client_port(self, path: str) -> int:
         """The host port of client path ``path`` (``ext`` or ``extK``) on the loopback."""
@@ -55,10 +69,7 @@ class Broker:
             return self.ext_port
         if path in self.client_paths:
             return self.client_ports[int(path[3:]) - 1]
-        raise ClusterError(
-            f"unknown client path {path!r}: this cluster has {', '.join(self.client_paths)} "
-            "(more with ClusterConfig(client_paths=N))"
-        )
+        raise unknown_client_path(path, self.client_paths)
 
     def address(self, path: str = "ext") -> str:
         """This broker's client address on client path ``path``."""

@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chaos.cluster import introspect, wire
-from chaos.cluster.broker import CTL_PROXY_BASE, INT_PROXY_BASE, Broker
+from chaos.cluster.broker import (
+    CTL_PROXY_BASE,
+    INT_PROXY_BASE,
+    Broker,
+    client_path_names,
+    unknown_client_path,
+)
 from chaos.cluster.config import ClusterConfig, env_name
 from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
 from chaos.cluster.engine import LABEL, docker_client
@@ -348,16 +354,13 @@ class KafkaCluster:
     @property
     def client_paths(self) -> tuple[str, ...]:
         """The client paths: ``ext`` (shared by every client by default) and ``ext1`` .. ``extN``."""
-        return ("ext", *(f"ext{k}" for k in range(1, self.config.client_paths + 1)))
+        return client_path_names(self.config.client_paths)
 
     def bootstrap(self, path: str = "ext") -> str:
         """Every broker's address on client ``path``, comma-separated: a client bootstrapped here only
         talks to the cluster through ``path``'s proxies (``extK-i``)."""
         if path not in self.client_paths:
-            raise ClusterError(
-                f"unknown client path {path!r}: this cluster has {', '.join(self.client_paths)} "
-                "(more with ClusterConfig(client_paths=N), at most 4)"
-            )
+            raise unknown_client_path(path, self.client_paths)
         return ",".join(b.address(path) for b in self.brokers)
 
     def client_path_of(self, bootstrap_servers: str) -> str | None:

@@ -159,7 +159,7 @@ def _start_sidecar(cluster: KafkaCluster, broker_id: int, for_heal: bool = False
         doing = "heal the cut (retry when it has settled)" if for_heal else "inject a network fault"
         raise FaultError(f"broker {broker_id} is {status}: cannot {doing}; it needs the broker running")
     return docker_client().containers.run(
-        sidecar_image(getattr(cluster, "images", None)),
+        sidecar_image(cluster.images),
         ["sleep", str(SIDECAR_LIFETIME_S)],
         name=f"chaos-{cluster.run_id}-netcut-{broker_id}-{uuid.uuid4().hex[:6]}",
         network_mode=f"container:{wrapped.id}",

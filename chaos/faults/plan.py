@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -174,9 +175,7 @@ def _draw_params(rng: random.Random, kind: str, brokers: int) -> dict[str, Param
         return {"bytes_": rng.randint(1_000, 100_000), **_draw_route(rng)}
     if kind == "refuse":
         return {"paths": rng.choice(_PATH_CHOICES)}
-    if (
-        kind == "reassign_replicas"
-    ):  # a new replica set (on 3 brokers: a new order, so a new preferred leader)
+    if kind == "reassign_replicas":  # a new replica set (on 3 brokers a new order: a new preferred leader)
         return {"replicas": tuple(rng.sample(range(1, brokers + 1), min(3, brokers)))}
     return {}
 
@@ -223,7 +222,7 @@ def generate_plan(
     return Plan(seed, brokers, tuple(steps))
 
 
-_BUILDERS: dict[str, type[Fault]] = {
+_BUILDERS: dict[str, Callable[..., Fault]] = {
     "crash": Crash,
     "stop": Stop,
     "pause": Pause,
@@ -239,24 +238,25 @@ _BUILDERS: dict[str, type[Fault]] = {
 }
 
 
-def _on_partition(kind: type[Fault]) -> Any:
-    """A topic operation's builder from a plan step: its target, the leader of a partition, names the
-    topic and the partition."""
-
-    def build(cluster: KafkaCluster, target: Target, log: FaultLog | None = None, **params: Any) -> Fault:
-        if not isinstance(target, LeaderOf):
-            raise PlanError(
-                f"a {kind.kind} step targets the leader of a partition of a topic, not {target!r}"
-            )
-        if kind is PreferredElection:
-            return PreferredElection(cluster, target.topic, (target.partition,), log=log, **params)
-        return ReassignReplicas(cluster, target.topic, target.partition, log=log, **params)
-
-    return build
+def _partition_of(kind: str, target: Target) -> LeaderOf:
+    """A topic operation's step names its topic and partition by its target, the partition's leader."""
+    if not isinstance(target, LeaderOf):
+        raise PlanError(f"a {kind} step targets the leader of a partition of a topic, not {target!r}")
+    return target
 
 
-_BUILDERS["preferred_election"] = _on_partition(PreferredElection)
-_BUILDERS["reassign_replicas"] = _on_partition(ReassignReplicas)
+def _preferred_election(cluster: KafkaCluster, target: Target, **options: Any) -> Fault:
+    on = _partition_of("preferred_election", target)
+    return PreferredElection(cluster, on.topic, (on.partition,), **options)
+
+
+def _reassign_replicas(cluster: KafkaCluster, target: Target, **options: Any) -> Fault:
+    on = _partition_of("reassign_replicas", target)
+    return ReassignReplicas(cluster, on.topic, on.partition, **options)
+
+
+_BUILDERS["preferred_election"] = _preferred_election
+_BUILDERS["reassign_replicas"] = _reassign_replicas
 
 
 def build_fault(cluster: KafkaCluster, step: FaultStep, log: FaultLog | None = None) -> Fault:

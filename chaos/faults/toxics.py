@@ -18,9 +18,10 @@ that needs its toxic back injects a new fault. ``heal_all``'s ``POST /reset`` is
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Final, Literal
 
+from chaos.cluster.broker import client_path_names
+from chaos.cluster.config import MAX_CLIENT_PATHS
 from chaos.errors import FaultError, ToxiproxyError
 from chaos.faults.base import Fault, FaultLog, Param, live_faults
 from chaos.faults.client import Connected, as_client_target
@@ -55,7 +56,7 @@ def restart_toxiproxy(cluster: KafkaCluster, cause: Fault | None = None) -> list
     return forget_proxy_faults(cluster, note, cause)
 
 
-_CLIENT_PATH = re.compile(r"ext[1-9]")
+_ANY_PATH = (*ALL_PATHS, *client_path_names(MAX_CLIENT_PATHS))
 
 
 def _fault_paths(target: AnyTarget, paths: tuple[Path, ...], default: tuple[Path, ...]) -> tuple[Path, ...]:
@@ -66,7 +67,7 @@ def _fault_paths(target: AnyTarget, paths: tuple[Path, ...], default: tuple[Path
         if paths not in (default, (target.path,)):
             raise FaultError(f"a fault on client {target.name} acts on its path {target.path}, not {paths!r}")
         return (target.path,)
-    bad = [p for p in paths if p not in ALL_PATHS and not _CLIENT_PATH.fullmatch(p)]
+    bad = [p for p in paths if p not in _ANY_PATH]
     if bad or not paths:
         raise FaultError(f"paths {paths!r} must be a non-empty subset of {ALL_PATHS} or client paths extK")
     return paths

@@ -36,10 +36,11 @@ from typing import Any
 
 import pytest
 
+from chaos.faults.base import Fault
 from chaos.faults.client import ClientPause
 from chaos.faults.toxics import Refuse
 from chaos.history import Event, FaultEvent, TxnMarker
-from chaos.scenario import Scenario, ScenarioRun, Variant, views
+from chaos.scenario import Scenario, ScenarioResult, ScenarioRun, Variant, views
 from chaos.workload import IDEMPOTENT, TRANSACTIONAL, ProcessMember, ProducerWorker
 
 pytestmark = pytest.mark.integration
@@ -177,6 +178,24 @@ def two_members_consuming(
     return doomed, producer, owned(run.events(), DOOMED)
 
 
+def fault_until_taken_over(
+    run: ScenarioRun, fault: Callable[..., Fault], client_path: str | None = None
+) -> tuple[ScenarioResult, set[int]]:
+    """Two members consuming (:func:`two_members_consuming`, ``DOOMED`` on ``client_path``); ``fault`` on
+    ``DOOMED`` until ``SURVIVOR`` owns its partitions, healed, the producer done, the group caught up;
+    the run finished. Its result and the partitions ``DOOMED`` held."""
+    doomed, producer, held = two_members_consuming(run, client_path)
+    with run.fault(fault, doomed):
+        run.wait_for(
+            f"{SURVIVOR} consumes {DOOMED}'s partitions",
+            lambda ev: held <= owned(ev, SURVIVOR),
+            SESSION_S + 20,
+        )
+    producer.join()
+    run.wait_caught_up(45)
+    return run.finish(), held
+
+
 def test_a_killed_members_partitions_are_handed_over_after_its_session_timeout(
     scenario_run: Callable[..., ScenarioRun],
 ) -> None:
@@ -275,16 +294,7 @@ def test_a_frozen_members_partitions_are_handed_over_and_the_freeze_is_a_recorde
     broker), the member's partitions move to its colleague after about the session timeout (the audit's
     gaps agree), and nothing is lost once it is thawed and rejoins."""
     with scenario_run(FROZEN_MEMBER, "frozen") as run:
-        frozen, producer, held = two_members_consuming(run)
-        with run.fault(ClientPause, frozen):
-            run.wait_for(
-                f"{SURVIVOR} consumes {DOOMED}'s partitions",
-                lambda ev: held <= owned(ev, SURVIVOR),
-                SESSION_S + 20,
-            )
-        producer.join()
-        run.wait_caught_up(45)
-        result = run.finish()
+        result, held = fault_until_taken_over(run, ClientPause)
 
     events = list(result.events)
     inject, heal = views.faults(events, "client_pause")
@@ -345,16 +355,7 @@ def test_a_cut_members_partitions_move_while_its_colleague_keeps_consuming(
     scenario_run: Callable[..., ScenarioRun],
 ) -> None:
     with scenario_run(CUT_MEMBER, "cut") as run:
-        cut, producer, held = two_members_consuming(run, client_path="ext1")
-        with run.fault(Refuse, cut):
-            run.wait_for(
-                f"{SURVIVOR} consumes {DOOMED}'s partitions",
-                lambda ev: held <= owned(ev, SURVIVOR),
-                SESSION_S + 20,
-            )
-        producer.join()
-        run.wait_caught_up(45)
-        result = run.finish()
+        result, held = fault_until_taken_over(run, Refuse, client_path="ext1")
 
     events = list(result.events)
     inject, heal = views.faults(events, "refuse")

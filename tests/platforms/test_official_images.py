@@ -34,7 +34,7 @@ import pytest
 from chaos import versions
 from chaos.cluster.engine import docker_client
 from chaos.cluster.images import Role, Source, ensure_images
-from chaos.cluster.images.catalog import ENV_MIRROR, official_ref
+from chaos.cluster.images.catalog import ENV_MIRROR, official_name
 from chaos.cluster.images.local import ROLE_IMAGE, ensure_local, image_present
 from chaos.cluster.ports import free_loopback_ports
 from chaos.paths import cache_dir
@@ -129,21 +129,13 @@ def silent_registry() -> Iterator[str]:
         server.close()
 
 
-def official_names() -> dict[Role, str]:
-    """Each role's official reference without a mirror or an override (what a mirror serves)."""
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k == ENV_MIRROR or k.endswith("_IMAGE")}
-    try:
-        return {role: official_ref(role, KAFKA) for role in Role}
-    finally:
-        os.environ.update(saved)
-
-
 def push_locals_as_official(mirror: str) -> list[str]:
     """Push every role's local build to ``mirror`` under its official name; untag it here so that a
     session must pull it. The mirror's references."""
     client = docker_client()
     refs = []
-    for role, name in official_names().items():
+    for role in Role:
+        name = official_name(role, KAFKA)
         local = ensure_local(ROLE_IMAGE[role], kafka_version=KAFKA)
         ref = f"{mirror}/{name}"
         repository, _, tag = ref.rpartition(":")

@@ -211,6 +211,7 @@ class FakeBroker:
 class FakeCluster:
     def __init__(self, engine: FakeEngine, brokers: int = 3) -> None:
         self.run_id = "cfake"
+        self.images = None  # the sidecar's image is stubbed below
         self.toxiproxy = FakeToxiproxy()
         self.restarts = 0
         self.restart_fails = False

@@ -64,13 +64,18 @@ def official_ref(role: Role, kafka_version: str = versions.KAFKA_VERSION) -> str
     override = os.environ.get(f"CHAOS_{role.value.upper()}_IMAGE")
     if override:
         return override
-    name = {
+    name = official_name(role, kafka_version)
+    mirror = registry_mirror()
+    return f"{mirror}/{name}" if mirror else name
+
+
+def official_name(role: Role, kafka_version: str = versions.KAFKA_VERSION) -> str:
+    """The official repository and tag of ``role``'s image, as a registry or a mirror serves it."""
+    return {
         Role.KAFKA: f"{versions.OFFICIAL_KAFKA_REPOSITORY}:{kafka_version}",
         Role.TOXIPROXY: versions.OFFICIAL_TOXIPROXY_IMAGE,
         Role.REAPER: versions.OFFICIAL_RYUK_IMAGE,
     }[role]
-    mirror = registry_mirror()
-    return f"{mirror}/{name}" if mirror else name
 
 
 @dataclass(frozen=True)
