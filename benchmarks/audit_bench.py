@@ -1,17 +1,29 @@
-"""Audit benchmark: a synthetic clean run of N records, audited by the Spark job and by the reference.
+"""Audit benchmark: a synthetic clean run of N records, audited by Spark, the reference and a yardstick.
 
     python benchmarks/audit_bench.py --records 1000000 --records 10000000 [--timeout 3600]
+        [--engines spark,yardstick,reference] [--json results.jsonl] [--yardstick-threads 2]
 
 Each record is a send (invoke + ok outcome), one delivery to the group and one log record; the history
 is written as ``history/events.parquet`` exactly as the recorder writes it (schema and metadata), the
 topic contents as ``log.parquet``. Both are generated column-wise with pyarrow in chunks (bounded memory,
 no per-record Python objects).
 
+Engines (``--engines``, a comma list, any subset, run in that order): ``spark`` (the Spark job),
+``reference`` (the pure-Python reference) and ``yardstick`` (the core checks as one DuckDB SQL statement
+over the same files, :mod:`benchmarks.yardstick`; ``--yardstick-threads`` DuckDB threads, at most
+``--yardstick-memory-mb`` of DuckDB memory, beyond which it spills to disk).
+
 Each engine runs in its own subprocess, cold (reading the files is part of the cost). The parent samples
 the resident memory of the worker's whole process tree (Python driver + the JVM it starts, whose
 executors run inside it in local mode) every 0.2 s: that is "peak MB". A worker that exceeds
 ``--memory-limit-mb`` or ``--timeout`` is killed (its process group) and reported as "did not finish",
-rather than taking the machine down. When both engines finish, their facts are compared exactly.
+rather than taking the machine down.
+
+Comparisons, per size: Spark's facts against the reference's, exactly (``AuditFacts`` equality); the
+yardstick's figures (totals, the core anomaly counts, each fault window's ack latencies) against the same
+figures taken out of the reference's facts, or Spark's when the reference did not finish. ``--json PATH``
+writes one JSON object per size and engine (docs/audit.md, "Benchmark"). The exit status is 1 when any
+comparison differs.
 """
 
 from __future__ import annotations
@@ -31,6 +43,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.yardstick import DEFAULT_MEMORY_MB, DEFAULT_THREADS, figures_from_facts  # noqa: E402
 
 RUN = "bench"
 PARTITIONS = 8
@@ -210,9 +224,16 @@ def generate(run_dir: Path, records: int) -> None:
         history.write_table(table(PARTITIONS, ends))
 
 
-def worker(engine: str, run_dir: Path, out: Path) -> None:
-    """Audit ``run_dir`` with one engine; write the facts (JSON) to ``out``."""
+def worker(engine: str, run_dir: Path, out: Path, threads: int, memory_mb: int) -> None:
+    """Audit ``run_dir`` with one engine; write the facts (the yardstick: its figures) as JSON to ``out``."""
     started = time.monotonic()
+    if engine == "yardstick":
+        from benchmarks.yardstick import yardstick
+
+        figures = yardstick(run_dir, threads=threads, memory_mb=memory_mb, spill_dir=run_dir.parent)
+        elapsed = time.monotonic() - started
+        out.write_text(json.dumps({"audit_s": elapsed, "figures": figures["figures"]}, sort_keys=True))
+        return
     if engine == "reference":
         import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
@@ -265,12 +286,15 @@ def _tree_rss_kb(root: int) -> int:
     return total
 
 
-def run_engine(engine: str, run_dir: Path, timeout: float, limit_mb: float) -> dict[str, Any]:
+def run_engine(
+    engine: str, run_dir: Path, timeout: float, limit_mb: float, worker_args: list[str]
+) -> dict[str, Any]:
     """One engine in its own process group; returns wall time, peak tree RSS and the facts or the reason."""
     out = run_dir.parent / f"{engine}.json"
     started = time.monotonic()
+    command = [sys.executable, __file__, "--worker", engine, "--dir", str(run_dir), "--out", str(out)]
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--worker", engine, "--dir", str(run_dir), "--out", str(out)],
+        [*command, *worker_args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -300,15 +324,83 @@ def run_engine(engine: str, run_dir: Path, timeout: float, limit_mb: float) -> d
         result["reason"] = reason
     else:
         result.update(json.loads(out.read_text()))
+        if "facts" in result:
+            result["figures"] = figures_from_facts(result["facts"])
     return result
 
 
-def main() -> int:
+COMPARE_TO: dict[str, tuple[str, ...]] = {
+    "spark": ("reference",),
+    "yardstick": ("reference", "spark"),
+    "reference": ("spark", "yardstick"),
+}
+"""Whom each engine's result is compared to: the first of these that finished at the same size."""
+
+
+def compare(engine: str, done: dict[str, dict[str, Any]]) -> tuple[str | None, str | None, bool | None]:
+    """``(compared_to, compared_on, equal)`` for one engine at one size: Spark and the reference compare
+    their whole facts; a comparison with the yardstick compares its figures. ``(None, None, None)`` when
+    the engine did not finish or no engine it compares to did."""
+    if engine not in done:
+        return None, None, None
+    for other in COMPARE_TO[engine]:
+        if other in done:
+            on = "figures" if "yardstick" in (engine, other) else "facts"
+            return other, on, done[engine][on] == done[other][on]
+    return None, None, None
+
+
+def json_line(
+    records: int, r: dict[str, Any], done: dict[str, dict[str, Any]], load: float
+) -> dict[str, Any]:
+    """The ``--json`` object of one engine at one size (docs/audit.md, "Benchmark")."""
+    engine = r["engine"]
+    compared_to, compared_on, equal = compare(engine, done)
+    yard = done.get("yardstick")
+    finished = "reason" not in r
+    return {
+        "records": records,
+        "engine": engine,
+        "seconds": round(r["wall_s"], 3),
+        "audit_seconds": round(r["audit_s"], 3) if finished else None,
+        "peak_mb": round(r["peak_mb"], 1),
+        "finished": finished,
+        "reason": r.get("reason"),
+        "facts_equal": equal,
+        "compared_to": compared_to,
+        "compared_on": compared_on,
+        "x_yardstick": round(r["wall_s"] / yard["wall_s"], 2) if finished and yard else None,
+        "load": round(load, 2),
+        "figures": r.get("figures"),
+    }
+
+
+ENGINES = ("spark", "yardstick", "reference")
+
+
+def engine_list(text: str) -> list[str]:
+    """``--engines``: a comma list of distinct engine names."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ENGINES]
+    if not names or unknown or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(
+            f"expected a comma list of distinct engines out of {','.join(ENGINES)}; got {text!r}"
+        )
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--records", type=int, action="append", help="records per run (repeatable)")
-    parser.add_argument("--engines", default="spark,reference")
+    parser.add_argument(
+        "--engines",
+        type=engine_list,
+        default=list(ENGINES),
+        help=f"comma list, any subset of {','.join(ENGINES)}, run in that order (default: all)",
+    )
+    parser.add_argument("--json", type=Path, help="write one JSON object per size and engine to this file")
     parser.add_argument("--timeout", type=float, default=3600.0, help="per engine and size, seconds")
     parser.add_argument(
         "--memory-limit-mb",
@@ -316,48 +408,83 @@ def main() -> int:
         default=12_000.0,
         help="kill an engine whose process tree passes this",
     )
-    parser.add_argument("--worker", choices=["spark", "reference"], help=argparse.SUPPRESS)
+    parser.add_argument("--yardstick-threads", type=int, default=DEFAULT_THREADS, help="DuckDB threads")
+    parser.add_argument(
+        "--yardstick-memory-mb",
+        type=int,
+        default=DEFAULT_MEMORY_MB,
+        help="DuckDB's memory limit (it spills to disk beyond it)",
+    )
+    parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.worker:
-        worker(args.worker, args.dir, args.out)
+        worker(args.worker, args.dir, args.out, args.yardstick_threads, args.yardstick_memory_mb)
         return 0
+    worker_args = [
+        f"--yardstick-threads={args.yardstick_threads}",
+        f"--yardstick-memory-mb={args.yardstick_memory_mb}",
+    ]
     print(
-        f"# {os.cpu_count()} cores; limits: {args.timeout:,.0f} s, {args.memory_limit_mb:,.0f} MB per engine"
+        f"# {os.cpu_count()} cores; limits: {args.timeout:,.0f} s, {args.memory_limit_mb:,.0f} MB per engine;"
+        f" yardstick: {args.yardstick_threads} DuckDB threads, {args.yardstick_memory_mb:,} MB"
     )
     print(f"{'records':>11} {'engine':>9} {'wall s':>8} {'audit s':>8} {'peak MB':>8}  load   note")
-    for records in args.records or [1_000_000]:
-        with tempfile.TemporaryDirectory(prefix="audit-bench-") as tmp:
-            run_dir = Path(tmp) / "run"
-            t = time.monotonic()
-            generate(run_dir, records)
-            size = sum(p.stat().st_size for p in run_dir.rglob("*.parquet")) / 1e6
-            print(f"# generated {records:,} records in {time.monotonic() - t:.1f} s ({size:.0f} MB Parquet)")
-            done: dict[str, Any] = {}
-            for engine in args.engines.split(","):
-                load = os.getloadavg()[0]
-                r = run_engine(engine, run_dir, args.timeout, args.memory_limit_mb)
-                load = max(load, os.getloadavg()[0])
-                audit = f"{r['audit_s']:8.1f}" if "audit_s" in r else f"{'-':>8}"
-                if "reason" in r:
-                    note = r["reason"]
-                else:
-                    facts = r["facts"]
-                    done[engine] = facts
-                    anomalies = sum(report["count"] for _, report in facts["anomalies"])
-                    note = f"sends={facts['totals']['sends']:,} anomalies={anomalies}"
-                row = f"{records:>11,} {engine:>9} {r['wall_s']:8.1f} {audit} {r['peak_mb']:8.0f}"
-                print(f"{row}  {load:5.1f}  {note}", flush=True)
-            if len(done) == 2:
-                same = done["spark"] == done["reference"]
-                print(
-                    f"# {records:,}: the engines' facts are {'identical' if same else 'DIFFERENT'}",
-                    flush=True,
-                )
-                if not same:
-                    return 1
-    return 0
+    status = 0
+    json_out = args.json.open("w") if args.json else None
+    try:
+        for records in args.records or [1_000_000]:
+            if not bench_size(records, args, worker_args, json_out):
+                status = 1
+    finally:
+        if json_out:
+            json_out.close()
+    return status
+
+
+def bench_size(records: int, args: argparse.Namespace, worker_args: list[str], json_out: Any) -> bool:
+    """Generate one run, audit it with each engine, print the rows, write the JSON lines; ``False`` when a
+    comparison differs."""
+    with tempfile.TemporaryDirectory(prefix="audit-bench-") as tmp:
+        run_dir = Path(tmp) / "run"
+        t = time.monotonic()
+        generate(run_dir, records)
+        size = sum(p.stat().st_size for p in run_dir.rglob("*.parquet")) / 1e6
+        print(f"# generated {records:,} records in {time.monotonic() - t:.1f} s ({size:.0f} MB Parquet)")
+        done: dict[str, dict[str, Any]] = {}
+        results: list[tuple[dict[str, Any], float]] = []
+        for engine in args.engines:
+            load = os.getloadavg()[0]
+            r = run_engine(engine, run_dir, args.timeout, args.memory_limit_mb, worker_args)
+            load = max(load, os.getloadavg()[0])
+            audit = f"{r['audit_s']:8.1f}" if "audit_s" in r else f"{'-':>8}"
+            if "reason" in r:
+                note = r["reason"]
+            else:
+                done[engine] = r
+                figures = r["figures"]
+                counts = [report["count"] for _, report in r["facts"]["anomalies"]] if "facts" in r else []
+                anomalies = sum(counts or figures["anomalies"].values())
+                note = f"sends={figures['totals']['sends']:,} anomalies={anomalies}"
+            row = f"{records:>11,} {engine:>9} {r['wall_s']:8.1f} {audit} {r['peak_mb']:8.0f}"
+            print(f"{row}  {load:5.1f}  {note}", flush=True)
+            results.append((r, load))
+    lines = [json_line(records, r, done, load) for r, load in results]
+    if json_out:
+        for line in lines:
+            json_out.write(json.dumps(line, sort_keys=True) + "\n")
+        json_out.flush()
+    notes = []
+    for line in lines:
+        if line["compared_to"] is not None and line["engine"] != "reference":
+            verdict = "equal" if line["facts_equal"] else "DIFFERENT"
+            notes.append(f"{line['engine']}'s {line['compared_on']} vs {line['compared_to']}'s: {verdict}")
+        if line["engine"] != "yardstick" and line["x_yardstick"] is not None:
+            notes.append(f"{line['engine']}/yardstick {line['x_yardstick']:.1f}x")
+    if notes:
+        print(f"# {records:,}: " + "; ".join(notes), flush=True)
+    return all(line["facts_equal"] is not False for line in lines)
 
 
 if __name__ == "__main__":

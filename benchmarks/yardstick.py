@@ -1,0 +1,291 @@
+"""The benchmark's yardstick: the audit's core checks as one DuckDB SQL statement over a run's Parquet files.
+
+It reads what :mod:`benchmarks.audit_bench` writes — ``history/events.parquet`` (the recorder's schema) and
+``log.parquet`` (the topic contents, :data:`chaos.audit.source.LOG_SCHEMA`) — and computes, in one query:
+
+- totals: ``sends`` (distinct sent values), ``acked`` / ``failed`` / ``indeterminate``, ``log_records``
+  (distinct ``(topic, partition, offset, value_id)``), ``deliveries`` (delivery events);
+- the anomaly counts ``lost_acked``, ``lost_indeterminate``, ``unseen_by_group``, ``duplicate_in_log``,
+  ``duplicate_delivery_after_rebalance``, ``duplicate_delivery_other``, ``reordered`` and
+  ``inconsistent_offsets``, each defined as in :mod:`chaos.audit.reference` (docs/audit.md, "Definitions");
+- per fault window (:func:`chaos.history.windows.fault_windows`' pairing), the ack latency before / during /
+  after it: count and the nearest-rank percentiles of :data:`chaos.audit.model.PERCENTILES`.
+
+Transactions are not modelled: on a run without ``txn`` markers (the benchmark's, and any run whose
+producers are not transactional) these figures are exactly the reference's; with transactions a send's
+status, a rolled-back delivery and a pending value differ, and the yardstick is not a judge there.
+``figures_from_facts`` takes the same figures out of an engine's :class:`~chaos.audit.model.AuditFacts`
+(as ``dataclasses.asdict`` gives them), so the two compare with ``==``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from chaos.audit.model import PERCENTILES
+
+TOTALS: Final[tuple[str, ...]] = ("sends", "acked", "failed", "indeterminate", "log_records", "deliveries")
+COUNTS: Final[tuple[str, ...]] = (
+    "lost_acked",
+    "lost_indeterminate",
+    "unseen_by_group",
+    "duplicate_in_log",
+    "duplicate_delivery_after_rebalance",
+    "duplicate_delivery_other",
+    "reordered",
+    "inconsistent_offsets",
+)
+"""The anomalies the yardstick counts (in :data:`chaos.audit.model.ANOMALIES` order)."""
+PHASES: Final[tuple[str, ...]] = ("before", "during", "after")
+WINDOW_KEYS: Final[tuple[str, ...]] = ("fault", "target", "inject_mono", "heal_mono")
+DEFAULT_THREADS: Final = 2
+DEFAULT_MEMORY_MB: Final = 4096
+"""DuckDB's memory limit: the Spark driver's heap in the benchmark (4 GiB); past it DuckDB spills to disk."""
+
+
+def _percentile_columns() -> str:
+    """``p50_ms`` … for each of PERCENTILES: the value of nearest rank ``ceil(p * n / 100)`` (at least 1)."""
+    return ",\n    ".join(
+        f"max(lat) FILTER (WHERE rn = greatest(({p} * n + 99) // 100, 1)) AS p{p}_ms" for p in PERCENTILES
+    )
+
+
+def _stats_struct() -> str:
+    fields = ", ".join(f"'p{p}_ms': s.p{p}_ms" for p in PERCENTILES)
+    return f"{{'count': coalesce(s.n, 0), {fields}}}"
+
+
+def query(history: Path, log: Path) -> str:
+    """The one SQL statement: one row, a column per total and count and ``windows`` (a list of structs)."""
+    h = f"read_parquet('{_sql_path(history)}')"
+    lg = f"read_parquet('{_sql_path(log)}')"
+    phases = ", ".join(f"({i}, '{name}')" for i, name in enumerate(PHASES))
+    stats = ", ".join(
+        f"'{name}': (SELECT {_stats_struct()} FROM stats s WHERE s.w = win.w AND s.phase = {i})"
+        for i, name in enumerate(PHASES)
+    )
+    return f"""
+WITH
+-- every sent value: how many sends, and its first invoke (the reference's `invokes`: first one wins)
+inv AS (
+  SELECT value_id AS v, count(*) AS n_inv,
+         arg_min({{'producer': producer, 'seq': seq, 'key': "key", 'topic': topic}}, "index") AS first
+  FROM {h} WHERE kind = 'send_invoke' GROUP BY value_id
+),
+-- outcomes, numbered per value in record order: the k-th answers the value's k-th invoke
+outc AS (
+  SELECT value_id AS v, "index" AS i, mono, outcome, "partition" AS p, "offset" AS o, latency_ms AS lat,
+         row_number() OVER (PARTITION BY value_id ORDER BY "index") AS k
+  FROM {h} WHERE kind = 'send_outcome'
+),
+-- a value's status (no transactions): acked if one of its sends was acked, failed if every one failed
+status AS (
+  SELECT inv.v,
+         CASE WHEN count(*) FILTER (WHERE outc.outcome = 'ok') > 0 THEN 'acked'
+              WHEN count(*) FILTER (WHERE outc.outcome = 'fail') = any_value(inv.n_inv) THEN 'failed'
+              ELSE 'indeterminate' END AS status
+  FROM inv LEFT JOIN outc ON outc.v = inv.v AND outc.k <= inv.n_inv
+  GROUP BY inv.v
+),
+deliv AS (
+  SELECT value_id AS v, "index" AS i, topic, "partition" AS p, "offset" AS o
+  FROM {h} WHERE kind = 'delivery'
+),
+-- the topic's records, once each, with the levels they were read at
+recs AS (
+  SELECT topic, "partition" AS p, "offset" AS o, value_id AS v,
+         bool_or(isolation = 'read_committed') AS rc, bool_or(isolation = 'read_uncommitted') AS ru
+  FROM {lg} GROUP BY ALL
+),
+-- per partition, the last read_committed drain end
+rc_end AS (
+  SELECT topic, "partition" AS p,
+         arg_max({{'outcome': outcome, 'low': low_offset, 'high': high_offset}}, "index") AS e
+  FROM {h} WHERE kind = 'drain_end' AND isolation = 'read_committed' GROUP BY ALL
+),
+-- a value's positions: its records, except one read only at read_uncommitted below the partition's
+-- completed read_committed drain (observed aborted)
+pos AS (
+  SELECT r.topic, r.p, r.o, r.v FROM recs r LEFT JOIN rc_end USING (topic, p)
+  WHERE r.v IS NOT NULL AND NOT coalesce(
+    NOT r.rc AND r.ru AND rc_end.e.outcome = 'ok' AND rc_end.e.low <= r.o AND r.o < rc_end.e.high, false)
+),
+per_value AS (
+  SELECT s.status, EXISTS (SELECT 1 FROM pos WHERE pos.v = s.v) AS in_log,
+         EXISTS (SELECT 1 FROM deliv d WHERE d.v = s.v) AS delivered
+  FROM status s
+),
+-- per (value, topic) more than one position: one duplicate
+dup_log AS (
+  SELECT count(*) AS n FROM (
+    SELECT pos.v FROM pos SEMI JOIN inv ON inv.v = pos.v GROUP BY pos.v, pos.topic HAVING count(*) > 1
+  )
+),
+-- each delivery after a value's first: after a rebalance when a rebalance callback lies between the two
+-- (rebalances before a delivery, by index, only grow: a change between consecutive deliveries is one)
+reb AS (SELECT "index" AS i, row_number() OVER (ORDER BY "index") AS n FROM {h} WHERE kind = 'rebalance'),
+dup_deliv AS (
+  SELECT sum(changes) AS after_rebalance, sum(dups) - sum(changes) AS other FROM (
+    SELECT count(*) - 1 AS dups, count(DISTINCT rebs) - 1 AS changes FROM (
+      SELECT d.v, coalesce(reb.n, 0) AS rebs FROM deliv d ASOF LEFT JOIN reb ON d.i >= reb.i
+      WHERE d.v IS NOT NULL
+    ) GROUP BY v
+  )
+),
+-- one position, two or more values (a foreign payload, value_id null, counts as one)
+observed AS (
+  SELECT topic, p, o, v FROM recs
+  UNION ALL SELECT topic, p, o, v FROM deliv
+  UNION ALL SELECT topic, "partition", "offset", value_id FROM {h} WHERE kind = 'drain_read'
+  UNION ALL SELECT inv.first.topic, outc.p, outc.o, outc.v FROM outc JOIN inv USING (v)
+    WHERE outc.k = 1 AND outc.outcome = 'ok' AND outc.p IS NOT NULL AND outc.o IS NOT NULL
+),
+inconsistent AS (
+  SELECT count(*) AS n FROM (
+    SELECT topic, p, o FROM (SELECT DISTINCT topic, p, o, v FROM observed) GROUP BY ALL HAVING count(*) > 1
+  )
+),
+-- per producer, key, topic and partition, the values by their first offset there: a seq below the
+-- previous one's is reordered
+chain AS (
+  SELECT inv.first.seq AS seq,
+         lag(inv.first.seq) OVER (
+           PARTITION BY inv.first.producer, inv.first."key", f.topic, f.p ORDER BY f.o, inv.first.seq, f.v
+         ) AS prev
+  FROM (SELECT v, topic, p, min(o) AS o FROM pos GROUP BY ALL) f JOIN inv USING (v)
+),
+-- fault windows: each inject, closed by the first later heal of the same fault and target (and seq, when
+-- both carry one in their params)
+faults AS (
+  SELECT "index" AS i, mono, action, fault, target,
+         CASE WHEN json_valid(params) AND json_type(params) = 'OBJECT'
+                   AND json_type(params, '$.seq') IN ('BIGINT', 'UBIGINT')
+              THEN CAST(json_extract(params, '$.seq') AS BIGINT) END AS fseq
+  FROM {h} WHERE kind = 'fault' AND action IN ('inject', 'heal')
+),
+win AS (
+  SELECT row_number() OVER (ORDER BY inj.i) AS w, inj.fault, inj.target, inj.mono AS inject_mono,
+         (SELECT arg_min(heal.mono, heal.i) FROM faults heal
+          WHERE heal.action = 'heal' AND heal.i > inj.i AND heal.fault = inj.fault
+            AND heal.target = inj.target
+            AND (heal.fseq IS NULL OR inj.fseq IS NULL OR heal.fseq = inj.fseq)) AS heal_mono
+  FROM faults inj WHERE inj.action = 'inject'
+),
+-- every ok outcome's latency, in each window's phases: before (< inject), during, after (> heal)
+phased AS (
+  SELECT win.w, ph.phase, outc.lat
+  FROM win CROSS JOIN (VALUES {phases}) ph(phase, name) JOIN outc
+    ON outc.outcome = 'ok' AND outc.lat IS NOT NULL AND CASE ph.phase
+      WHEN 0 THEN outc.mono < win.inject_mono
+      WHEN 1 THEN outc.mono >= win.inject_mono AND (win.heal_mono IS NULL OR outc.mono <= win.heal_mono)
+      ELSE win.heal_mono IS NOT NULL AND outc.mono > win.heal_mono END
+),
+ranked AS (
+  SELECT w, phase, lat, row_number() OVER (PARTITION BY w, phase ORDER BY lat) AS rn,
+         count(*) OVER (PARTITION BY w, phase) AS n
+  FROM phased
+),
+stats AS (
+  SELECT w, phase, any_value(n) AS n,
+    {_percentile_columns()}
+  FROM ranked GROUP BY w, phase
+)
+SELECT
+  (SELECT count(*) FROM inv) AS sends,
+  (SELECT count(*) FILTER (WHERE status = 'acked') FROM status) AS acked,
+  (SELECT count(*) FILTER (WHERE status = 'failed') FROM status) AS failed,
+  (SELECT count(*) FILTER (WHERE status = 'indeterminate') FROM status) AS indeterminate,
+  (SELECT count(*) FROM recs) AS log_records,
+  (SELECT count(*) FROM deliv) AS deliveries,
+  (SELECT count(*) FILTER (WHERE NOT in_log AND status = 'acked') FROM per_value) AS lost_acked,
+  (SELECT count(*) FILTER (WHERE NOT in_log AND status = 'indeterminate') FROM per_value)
+    AS lost_indeterminate,
+  (SELECT count(*) FILTER (WHERE in_log AND status <> 'failed' AND NOT delivered) FROM per_value)
+    AS unseen_by_group,
+  (SELECT n FROM dup_log) AS duplicate_in_log,
+  (SELECT coalesce(after_rebalance, 0) FROM dup_deliv) AS duplicate_delivery_after_rebalance,
+  (SELECT coalesce(other, 0) FROM dup_deliv) AS duplicate_delivery_other,
+  (SELECT count(*) FILTER (WHERE seq < prev) FROM chain) AS reordered,
+  (SELECT n FROM inconsistent) AS inconsistent_offsets,
+  (SELECT coalesce(list({{'fault': fault, 'target': target, 'inject_mono': inject_mono,
+                         'heal_mono': heal_mono, {stats}}} ORDER BY w), [])
+   FROM win) AS windows
+"""
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def yardstick(
+    run_dir: Path,
+    threads: int = DEFAULT_THREADS,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    spill_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Run the query over ``run_dir`` (``history/events.parquet`` and ``log.parquet``) with ``threads``
+    DuckDB threads and at most ``memory_mb`` of DuckDB memory (beyond it DuckDB spills to a temporary
+    directory under ``spill_dir``, default the system's); returns the figures (the shape
+    :func:`figures_from_facts` gives) and ``query_s``."""
+    import duckdb
+
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="yardstick-spill-", dir=spill_dir) as spill:
+        config: dict[str, Any] = {
+            "threads": threads,
+            "memory_limit": f"{memory_mb}MB",
+            "temp_directory": spill,
+        }
+        con = duckdb.connect(config=config)
+        try:
+            cursor = con.execute(query(run_dir / "history" / "events.parquet", run_dir / "log.parquet"))
+            names = [d[0] for d in cursor.description or ()]
+            row = cursor.fetchone()
+        finally:
+            con.close()
+    assert row is not None
+    got = dict(zip(names, row, strict=True))
+    figures = {
+        "totals": {name: int(got[name]) for name in TOTALS},
+        "anomalies": {name: int(got[name]) for name in COUNTS},
+        "ack_latency": [_window(w) for w in got["windows"]],
+    }
+    return {"figures": figures, "query_s": time.monotonic() - started}
+
+
+def _window(w: Mapping[str, Any]) -> dict[str, Any]:
+    out = {key: w[key] for key in WINDOW_KEYS}
+    for phase in PHASES:
+        stats = w[phase] or {}  # no ack in that phase: no row in ``stats``
+        out[phase] = {
+            "count": int(stats.get("count") or 0),
+            **{f"p{p}_ms": stats.get(f"p{p}_ms") for p in PERCENTILES},
+        }
+    return out
+
+
+def figures_from_facts(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The yardstick's figures out of an engine's facts (``dataclasses.asdict(AuditFacts)``, maybe through
+    JSON): the totals, the anomaly counts of :data:`COUNTS`, and each fault window's ack latencies."""
+    counts = {name: report["count"] for name, report in facts["anomalies"]}
+    return {
+        "totals": {name: facts["totals"][name] for name in TOTALS},
+        "anomalies": {name: counts[name] for name in COUNTS},
+        "ack_latency": [
+            {
+                **{key: w[key] for key in WINDOW_KEYS},
+                **{
+                    phase: {
+                        "count": w[phase]["count"],
+                        **{f"p{p}_ms": w[phase][f"p{p}_ms"] for p in PERCENTILES},
+                    }
+                    for phase in PHASES
+                },
+            }
+            for w in facts["availability"]["windows"]
+        ],
+    }
