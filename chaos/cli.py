@@ -315,6 +315,12 @@ def scenarios_list() -> None:
     default=None,
     help="The group members' protocol (default: $CHAOS_GROUP_PROTOCOL, else classic; consumer: Kafka 4+).",
 )
+@click.option(
+    "--audit-engine",
+    type=click.Choice(["spark", "reference"]),
+    default=None,
+    help="Which engine audits the run (default: $CHAOS_AUDIT_ENGINE, else spark).",
+)
 def scenario_run(
     scenario_id: str,
     seed: int | None,
@@ -322,6 +328,7 @@ def scenario_run(
     variant: str | None,
     kafka_version: str | None,
     group_protocol: str | None,
+    audit_engine: str | None,
 ) -> None:
     """Run one catalog scenario (by id or catalog id, e.g. PB1) through pytest.
 
@@ -336,6 +343,7 @@ def scenario_run(
 
     extra: tuple[str, ...] = ("--kafka-version", kafka_version) if kafka_version else ()
     extra += ("--chaos-group-protocol", group_protocol) if group_protocol else ()
+    extra += ("--chaos-audit-engine", audit_engine) if audit_engine else ()
     args = pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant, extra=extra)
     console.print(f"[dim]pytest {shlex.join(args)}[/dim]", highlight=False)
     status = int(pytest.main(args))

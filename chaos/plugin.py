@@ -44,6 +44,8 @@ _RUN_DIRS: pytest.StashKey[RunDirs] = pytest.StashKey()
 _ENV_SEED = "CHAOS_SEED"
 _ENV_REPORT_DIR = "CHAOS_REPORT_DIR"
 _ENV_GROUP_PROTOCOL = "CHAOS_GROUP_PROTOCOL"
+_ENV_AUDIT_ENGINE = "CHAOS_AUDIT_ENGINE"
+_AUDIT_ENGINES = ("spark", "reference")
 _SIGTERM_BEFORE = pytest.StashKey["Callable[[int, FrameType | None], object] | int | None"]()
 
 
@@ -88,6 +90,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Fail a scenario when a symptom it looks for was not observed (default: on in the faithful "
         "profile, off in ci: symptoms are evidence, the verdict is what fails a test).",
+    )
+    group.addoption(
+        "--chaos-audit-engine",
+        default=None,
+        help="Which engine audits each scenario run: spark (default; one local Spark session per pytest "
+        "process, started in the background as the session starts) or reference (the pure-Python "
+        "definition, for quick local runs); default $CHAOS_AUDIT_ENGINE. A test may still name its own.",
     )
     group.addoption(
         "--chaos-seed",
@@ -212,10 +221,25 @@ class _Options:
     seed: int
     cluster: ClusterConfig
     group_protocol: GroupProtocol
+    audit_engine: Engine = "spark"
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_OPTIONS] = _read_options(session.config)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With the Spark engine and a scenario run among the selected tests, start the Spark session now, in
+    the background: its JVM's start overlaps the cluster's (the first test's fixtures)."""
+    from chaos.scenario.api import RUN_FIXTURE
+
+    options = session.config.stash.get(_OPTIONS, None)
+    if options is None or options.audit_engine != "spark":
+        return
+    if any(RUN_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items):
+        from chaos.audit.spark import SCENARIO_MASTER, start_in_background
+
+        start_in_background(SCENARIO_MASTER)
 
 
 def _read_options(config: pytest.Config) -> _Options:
@@ -282,12 +306,20 @@ def _read_options(config: pytest.Config) -> _Options:
             f"the consumer group protocol (KIP-848) is generally available from Kafka 4.0; the cluster runs "
             f"{cluster.kafka_version}: pass --kafka-version 4.0.2 or later, or use the classic protocol",
         )
+    engine_option: str | None = config.getoption("--chaos-audit-engine")
+    engine = (engine_option or os.environ.get(_ENV_AUDIT_ENGINE) or "spark").strip().lower()
+    if engine not in _AUDIT_ENGINES:
+        raise _usage(
+            _given("--chaos-audit-engine", engine_option, _ENV_AUDIT_ENGINE),
+            f"expected one of {', '.join(_AUDIT_ENGINES)}",
+        )
     return _Options(
         images=images,
         report_dir=report_dir,
         seed=seed,
         cluster=cluster,
         group_protocol=protocol,
+        audit_engine=engine,  # type: ignore[arg-type]  # checked against _AUDIT_ENGINES above
     )
 
 
@@ -560,11 +592,11 @@ def scenario_run(
     chaos_seed: int,
 ) -> Callable[..., ScenarioRun]:
     """``scenario_run(SCENARIO, "vulnerable")`` -> an unopened ScenarioRun on the session's cluster, in this
-    test's run directory, with the session's seed, profile and strictness. :func:`chaos.scenario.
-    chaos_scenario` uses it; a hand-written scenario test may too."""
+    test's run directory, with the session's seed, profile, audit engine and strictness.
+    :func:`chaos.scenario.chaos_scenario` uses it; a hand-written scenario test may too."""
     from chaos.scenario import ScenarioRun
 
-    def make(scenario: Scenario, variant: str, engine: Engine = "reference") -> ScenarioRun:
+    def make(scenario: Scenario, variant: str, engine: Engine | None = None) -> ScenarioRun:
         return ScenarioRun(
             scenario,
             variant,
@@ -573,7 +605,7 @@ def scenario_run(
             seed=chaos_seed,
             profile=pytestconfig.getoption("--chaos-profile"),
             nodeid=request.node.nodeid,
-            engine=engine,
+            engine=engine or pytestconfig.stash[_OPTIONS].audit_engine,
             strict_symptoms=pytestconfig.getoption("--chaos-strict-symptoms"),
             group_protocol=pytestconfig.stash[_OPTIONS].group_protocol,
         )

@@ -21,7 +21,7 @@ Timeline: warm-up (50 acks) → latency 1500 ms downstream on the leader's ``ext
 librdkafka's ``REQTMOUT`` "Timed out ProduceRequest in flight" (the ack is lost; the connection is closed
 and the batch goes to the retry queue) → wait until the reconnect's "Timed out ApiVersionRequest" (the
 retry cannot be sent while the toxic holds) → heal → 50 new acks → stop the producer → the group catches
-up → drain → audit (reference engine).
+up → drain → audit (the session's engine, Spark by default).
 
 Both variants claim ``idempotent`` — what the application needs: every acknowledged record once in the
 log. The vulnerable client *configuration* is only at-least-once (``client_guarantee``).

@@ -14,7 +14,7 @@ Timeline: the consumer processes and commits; once it has committed twice and ho
 above its last commit (it is processing an uncommitted batch), SIGKILL; restart it at once (a new member
 of the same group); it gets the partition once the coordinator expires the dead member (session timeout)
 and resumes from the last committed offset; wait until every value was delivered and the group is idle;
-drain; audit (reference engine).
+drain; audit (the session's engine, Spark by default).
 
 - ``vulnerable`` — batches of 50 (``consume(num_messages=50)``, Java's ``max.poll.records``), 0.02 s per
   record. Claims ``exactly_once`` — the seed's application processes each record once — while the

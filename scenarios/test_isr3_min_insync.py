@@ -19,7 +19,7 @@ Timeline (ci):
    ``broker.session.timeout.ms``, 6 s) and no partition is led by X;
 4. 3 s of sends with X down ("the window");
 5. restart X; stop the producer (its flush waits for the retried writes); the group catches up; final
-   drain; audit (reference engine).
+   drain; audit (the session's engine, Spark by default).
 
 Variants (both claim ``at_least_once``; the guarantee is about loss, which neither variant suffers — what
 differs is availability, asserted on the history; the error codes are recorded as evidence):

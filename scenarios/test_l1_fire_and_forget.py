@@ -20,7 +20,7 @@ introspection reads leaders and ISRs every 0.5 s.
    producer's connection open and nothing answers;
 3. the controller fences B after ``broker.session.timeout.ms`` (6 s) and elects another leader for P;
 4. 2 s more of sends (200 sends after the election); heal the cut; stop the producer; the group catches
-   up to the end offsets; final drain; audit (reference engine).
+   up to the end offsets; final drain; audit (the session's engine, Spark by default).
 
 Variants (both claim ``at_least_once``, what the application needs):
 

@@ -21,7 +21,7 @@ commit-after-processing; the runner's introspection reads leaders and ISRs every
 4. the controller fences L after ``broker.session.timeout.ms`` (6 s) and elects F1 or F2 — a **clean**
    election from the ISR; heal both cuts (the followers return);
 5. restart L (it truncates its log to the new leader's); wait for 50 more acknowledgements; stop the
-   producer; the group catches up; final drain; audit (reference engine).
+   producer; the group catches up; final drain; audit (the session's engine, Spark by default).
 
 Variants (both claim ``at_least_once``, what the application needs):
 

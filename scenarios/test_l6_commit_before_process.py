@@ -27,7 +27,8 @@ Timeline (ci):
 3. **SIGKILL** A (no close, no commit, no LeaveGroup);
 4. member B (same configuration, no processing delay) joins; the coordinator gives it the partition once
    A's session expires (~6 s); B resumes from the committed offset;
-5. B reaches the end offset and goes idle; B closes; final drain; audit (reference engine).
+5. B reaches the end offset and goes idle; B closes; final drain; audit (the session's engine,
+   Spark by default).
 
 Variants (both claim ``at_least_once``, what the application needs):
 

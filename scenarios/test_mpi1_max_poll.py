@@ -14,7 +14,8 @@ wants interval ≥ session, the broker session ≥ ``group.min.session.timeout.m
 
 Timeline: the slow member joins alone and takes both partitions; when its first batch arrives the fast
 member joins; the run ends once every acknowledged value was delivered (and, in ``vulnerable``, the slow
-member has seen ``_MAX_POLL_EXCEEDED``); the members close; final drain; audit (reference engine).
+member has seen ``_MAX_POLL_EXCEEDED``); the members close; final drain; audit (the session's
+engine, Spark by default).
 
 - ``vulnerable`` — batches of 50 (``consume(num_messages)``, Java's ``max.poll.records``): 9 s per batch,
   1.5 × the interval. librdkafka leaves the group when the interval expires; the fast member takes both

@@ -24,7 +24,7 @@ several requests can be in flight); producer at 100 msg/s, 16 keys, ``retries=30
 (``replica.lag.time.max.ms`` = 6 s, ISR2 measured 6–9 s); then 3 dips: raise min ISR → wait until no ack
 for 1.5 s → lower it → wait for 50 acks; heal the latency and the cut; stop the producer; a one-member
 group reads the whole partition (started after the faults, whose latency would slow its fetches); drain;
-audit (reference engine).
+audit (the session's engine, Spark by default).
 
 Every variant claims ``at_least_once`` — the application needs each key's records in order and none lost
 (``reordered`` fails every guarantee). librdkafka logs nothing at INFO for these retries and every

@@ -15,7 +15,7 @@ records are in the output log), and SIGKILLs itself before committing (CATALOG: 
 commitTransaction"); a new transformer with the same name (same ``transactional.id``) starts at once,
 gets the partitions when the dead member's session expires, and processes everything from the last
 committed input offsets; wait until every input was delivered and the transformer is idle; drain the
-output (read_committed); audit (reference engine).
+output (read_committed); audit (the session's engine, Spark by default).
 
 Both variants claim ``idempotent``, the application's need on the output: every input exactly once
 (no loss, no duplicate in the read_committed output, no redelivery without a rebalance). The audit's

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+SCENARIO_MASTER = "local[2]"
+"""The master a scenario run's audit uses unless told otherwise (the pytest plugin, ``ScenarioRun``)."""
 LOCAL_DRIVER_MEMORY = "2g"
 """The JVM heap of a ``local`` master when none is asked for: its executors share it, and Spark's 1 GB
 default ran a deep audit plan out of heap in the unit suite."""
@@ -61,6 +64,10 @@ def spark_session(
         # query's plan text and metrics, 1000 queries by default — hundreds of MB of a deep plan's text
         .config("spark.sql.ui.retainedExecutions", "20")
         .config("spark.ui.retainedJobs", "100")
+        # one audit compiles a few hundred classes (whole-stage code, projections, predicates); with Spark's
+        # 100-entry cache every audit of a session compiled ~1,000 classes again (and the JIT recompiled
+        # them): 2,000 keeps a session's audits warm (docs/audit.md, "Per-run cost")
+        .config("spark.sql.codegen.cache.maxEntries", "2000")
         .config("spark.ui.retainedStages", "200")
     )
     for key, value in driver_address(master).items():
@@ -76,6 +83,34 @@ def spark_session(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         raise
+
+
+_warming: dict[str, threading.Thread] = {}
+_warming_lock = threading.Lock()
+
+
+def start_in_background(master: str = SCENARIO_MASTER) -> threading.Thread:
+    """Start the process's Spark session on ``master`` in a daemon thread and return at once (once per
+    process; later calls return the same thread).
+
+    The JVM's start (≈ 8–12 s here) then overlaps whatever the caller does next — the pytest plugin calls it
+    as the session starts, before the cluster's containers — and the first audit's :func:`spark_session`
+    gets the session it started (PySpark's builder holds a lock while it creates one, so a caller that
+    comes early waits for it rather than starting a second). A start that fails is not raised here: the
+    audit's own :func:`spark_session` call starts again and raises the error with its fix.
+    """
+    with _warming_lock:
+        thread = _warming.get("thread")
+        if thread is None:
+
+            def warm() -> None:
+                with contextlib.suppress(Exception):
+                    spark_session(master)
+
+            thread = threading.Thread(target=warm, name="chaos-spark-start", daemon=True)
+            _warming["thread"] = thread
+            thread.start()
+        return thread
 
 
 DRIVER_HOST_ENV = "CHAOS_SPARK_DRIVER_HOST"

@@ -187,7 +187,8 @@ def spark_audit(
     h = history.select(*HISTORY_COLUMNS)
     log_missing = log is None
     if log is None:
-        log = spark.createDataFrame(
+        log = _local_frame(
+            spark,
             [],
             "run_id string, topic string, partition int, offset long, "
             "key string, value_id string, isolation string",
@@ -247,6 +248,27 @@ def spark_audit(
             for df in held:
                 df.unpersist()
     return _facts(by_part, options, log_missing=log_missing, bounds=bounds, leaves=leaves)
+
+
+def _local_frame(spark: Any, rows: list[tuple[Any, ...]], ddl: str) -> DataFrame:
+    """A small driver-built table (``rows`` of the ``ddl`` schema) shipped to the JVM as Arrow.
+
+    ``createDataFrame`` of a Python list makes a Python RDD: each of its tasks waits for a Python worker to
+    unpickle the rows, on every audit; an Arrow table is read by the JVM alone.
+    """
+    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    schema = _parse_datatype_string(ddl)
+    assert isinstance(schema, StructType)
+    arrow = to_arrow_schema(schema)
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.fields]
+    table = pa.Table.from_arrays(
+        [pa.array(list(c), type=f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow
+    )
+    frame: DataFrame = spark.createDataFrame(table, schema)
+    return frame
 
 
 @contextlib.contextmanager
@@ -642,7 +664,7 @@ def _in_attempts(F: Any, spark: Any, rows: DataFrame, attempts: dict[str, list[T
         return rows.withColumn("att", F.lit(None).cast("long"))
     from pyspark.sql import Window
 
-    begins = spark.createDataFrame(spans, "run_id string, process string, index long, close long, att long")
+    begins = _local_frame(spark, spans, "run_id string, process string, index long, close long, att long")
     processes = F.broadcast(begins.select("run_id", "process").distinct().withColumn("tp", F.lit(True)))
     flagged = rows.join(processes, ["run_id", "process"], "left")
     candidate = ((F.col("kind") == "send_invoke") | (F.col("src") == _DELIVERY)) & F.col("tp")
@@ -922,7 +944,8 @@ def _attempt_states(
                     last,
                 )
             )
-    return view.sparkSession.createDataFrame(
+    return _local_frame(
+        view.sparkSession,
         rows,
         "run_id string, att long, state string, commit_mono double, commit_index long, last_send_mono double",
     )
@@ -1136,8 +1159,10 @@ def _fault_windows(F: Any, control: DataFrame) -> DataFrame:
         for w in fault_windows(of_run):
             end = w.heal.mono if w.heal is not None else None
             rows.append((run, w.inject.wid, w.inject.fault, w.inject.target, w.inject.mono, end))
-    return control.sparkSession.createDataFrame(
-        rows, "run_id string, wid long, fault string, target string, start double, end double"
+    return _local_frame(
+        control.sparkSession,
+        rows,
+        "run_id string, wid long, fault string, target string, start double, end double",
     )
 
 
@@ -1267,7 +1292,7 @@ def _percentiles(F: Any, Window: Any, spark: Any, phased: DataFrame) -> DataFram
         .withColumn("n", F.sum("k").over(Window.partitionBy(*in_phase)))
     )
     wanted = histogram.crossJoin(
-        F.broadcast(spark.createDataFrame([(p,) for p in PERCENTILES], "p int"))
+        F.broadcast(_local_frame(spark, [(p,) for p in PERCENTILES], "p int"))
     ).withColumn("rank", F.expr("greatest(1, (n * p + 99) div 100)"))
     targets = wanted.where(
         (F.col("cum") - F.col("k") < F.col("rank")) & (F.col("rank") <= F.col("cum"))
@@ -1332,7 +1357,8 @@ def _consumer(
     if not bounds:
         return []
     spark = deliveries.sparkSession
-    grid = spark.createDataFrame(
+    grid = _local_frame(
+        spark,
         [(run, first, last, *lag_grid(first, last)) for run, (first, last) in bounds.items()],
         "run_id string, first double, horizon double, n int, step double",
     )

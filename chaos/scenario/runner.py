@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from chaos.audit.spark import SCENARIO_MASTER
 from chaos.cluster import questions
 from chaos.cluster.introspect import GROUP_SESSION_CONFIG
 from chaos.faults.base import Fault, FaultLog, FaultRecord
@@ -92,8 +93,8 @@ class ScenarioRun(RunWorkers):
         seed: int | None = None,
         profile: str = "ci",
         nodeid: str | None = None,
-        engine: Engine = "reference",
-        spark_master: str = "local[2]",
+        engine: Engine = "spark",
+        spark_master: str = SCENARIO_MASTER,
         strict_symptoms: bool | None = None,
         group_protocol: GroupProtocol = "classic",
     ) -> None:

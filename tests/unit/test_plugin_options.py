@@ -9,7 +9,7 @@ import pytest
 
 from chaos import versions
 
-ENV = ("CHAOS_SEED", "CHAOS_IMAGES", "CHAOS_REPORT_DIR", "CHAOS_KAFKA_VERSION")
+ENV = ("CHAOS_SEED", "CHAOS_IMAGES", "CHAOS_REPORT_DIR", "CHAOS_KAFKA_VERSION", "CHAOS_AUDIT_ENGINE")
 
 # A test that would leave a mark if the session ever got as far as running it.
 NEVER_RUNS = """
@@ -75,6 +75,16 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
             "ERROR: chaos: --chaos-group-protocol consumer: the consumer group protocol (KIP-848) is "
             "generally available from Kafka 4.0; the cluster runs 3.9.2: pass --kafka-version 4.0.2*",
         ),
+        (
+            ["--chaos-audit-engine", "duckdb"],
+            {},
+            "ERROR: chaos: --chaos-audit-engine duckdb: expected one of spark, reference",
+        ),
+        (
+            [],
+            {"CHAOS_AUDIT_ENGINE": "sprak"},
+            "ERROR: chaos: CHAOS_AUDIT_ENGINE='sprak': expected one of spark, reference",
+        ),
     ],
     ids=[
         "kafka-version",
@@ -87,6 +97,8 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
         "images-option",
         "CHAOS_GROUP_PROTOCOL",
         "consumer-protocol-on-3.9",
+        "audit-engine-option",
+        "CHAOS_AUDIT_ENGINE",
     ],
 )
 def test_bad_input_is_one_usage_error(
@@ -171,3 +183,62 @@ def test_help_is_not_blocked_by_bad_input(pytester: pytest.Pytester, monkeypatch
     result = pytester.runpytest("--help")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*--chaos-seed*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "engine"),
+    [
+        ([], {}, "spark"),
+        (["--chaos-audit-engine", "reference"], {}, "reference"),
+        ([], {"CHAOS_AUDIT_ENGINE": " Reference "}, "reference"),
+        (["--chaos-audit-engine", "spark"], {"CHAOS_AUDIT_ENGINE": "reference"}, "spark"),
+    ],
+    ids=["default", "option", "env", "option-wins"],
+)
+def test_the_audit_engine_reaches_scenario_runs_and_spark_starts_early(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    env: dict[str, str],
+    engine: str,
+) -> None:
+    import chaos.audit.spark
+
+    started: list[str] = []
+    monkeypatch.setattr(chaos.audit.spark, "start_in_background", started.append)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    # the cluster is not needed to open a ScenarioRun object (nothing runs until it is entered)
+    pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef kafka_cluster():\n    return object()\n")
+    pytester.makepyfile(
+        f"""
+        from chaos.scenario import Scenario, Variant
+        from chaos.workload import IDEMPOTENT
+
+        S = Scenario(scenario_id="engine_choice", case_id="X1", title="t", source="here", symptom="none",
+                     client=IDEMPOTENT, guarantee="at_least_once", expected_verdict="pass",
+                     variants=(Variant("v", "a variant"),))
+
+        def test_engine(scenario_run):
+            assert scenario_run(S, "v").engine == {engine!r}
+            assert scenario_run(S, "v", engine="reference").engine == "reference"
+
+        def test_without_a_run():
+            pass
+        """
+    )
+    pytester.runpytest(*args).assert_outcomes(passed=2)
+    # the JVM is started as the session starts, before any test, only when a scenario run will audit
+    assert started == (["local[2]"] if engine == "spark" else [])
+
+
+def test_no_spark_is_started_for_a_session_without_scenario_runs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chaos.audit.spark
+
+    started: list[str] = []
+    monkeypatch.setattr(chaos.audit.spark, "start_in_background", started.append)
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert started == []
