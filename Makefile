@@ -19,8 +19,10 @@ chaos: provision
 	$(BIN)/pytest -m chaos $(PYTEST_ARGS)
 
 ## Lint, type-check and run the whole test suite — the unit tests first, in a process (and Spark JVM) of
-## their own, then the real-cluster tests — plus one real scenario run whose incident report is
-## checked (issue 7's acceptance: ISR2's vulnerable variant, audited by Spark); then every page of the
+## their own, then the real-cluster tests (their runs audited by the reference engine:
+## tests/integration/conftest.py; the audit on a Spark standalone cluster, chaos audit and spark-submit,
+## included) — plus one real scenario run whose incident report is checked (issue 7's acceptance: ISR2's
+## vulnerable variant, audited by Spark, the session's engine); then every page of the
 ## session's real report tree in headless Chromium (skipped in the first run, which has no tree yet);
 ## then the official-image path through a local registry as a non-root user (tests/platforms, ≈ 1.5 min
 ## warm; also `make platforms`), then the faster half of the reliability suite (the rest — kill -9 x10,
@@ -31,7 +33,7 @@ RELIABILITY_CI := $(addprefix tests/reliability/,test_bad_input_matrix.py test_r
 	test_full_disk.py test_sigterm.py)
 test: provision lint
 	$(BIN)/pytest tests/unit --durations=10 $(PYTEST_ARGS)
-	$(BIN)/pytest tests "$(REPORT_CHECK)" --ignore=tests/unit --ignore=$(SPARK_CLUSTER) --ignore=tests/platforms \
+	$(BIN)/pytest tests "$(REPORT_CHECK)" --ignore=tests/unit --ignore=tests/platforms \
 	  --durations=10 $(PYTEST_ARGS)
 	CHAOS_BROWSER_TREE=reports $(BIN)/pytest -q -p no:cacheprovider tests/integration/test_report_browser.py -k real_tree
 	$(BIN)/pytest -q -p no:cacheprovider tests/platforms
@@ -57,8 +59,8 @@ reliability: provision
 platforms: provision
 	$(BIN)/pytest tests/platforms $(PYTEST_ARGS)
 
-## The audit on a Spark standalone cluster (master + worker from the PySpark distribution, on loopback):
-## ≈ 3 min, outside `make test` for its time (docs/spark-cluster.md).
+## The audit on a Spark standalone cluster alone (master + worker from the PySpark distribution, on
+## loopback; also part of `make test`): docs/spark-cluster.md.
 spark-cluster: provision
 	$(BIN)/pytest $(SPARK_CLUSTER) $(PYTEST_ARGS)
 

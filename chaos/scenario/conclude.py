@@ -38,15 +38,24 @@ def conclude(
     spark_master: str,
     strict_symptoms: bool,
     options: AuditOptions = DEFAULT_OPTIONS,
+    isolations: Sequence[Isolation] = ("read_uncommitted", "read_committed"),
 ) -> ScenarioResult:
-    """Audit (with ``options``) and judge the run in ``context.run_dir`` (its history closed)."""
+    """Audit (with ``options``) and judge the run in ``context.run_dir`` (its history closed).
+
+    ``isolations``: the levels the topic's contents are read at — the final drain's (the reference engine
+    reads the drain) and Spark's reads of the topic through Kafka alike, so both engines judge the same
+    contents (a transactional output read at ``read_committed`` only has no aborted copies)."""
     from chaos.audit.run import TopicSource
     from chaos.gate.run import audit_run
 
     if context.run_dir is None:
         raise ScenarioError("conclude: the run's context has no run_dir to audit")
     run_dir = context.run_dir
-    topic = TopicSource(context.bootstrap_servers, (context.topic,)) if engine == "spark" else None
+    topic = (
+        TopicSource(context.bootstrap_servers, (context.topic,), tuple(isolations))
+        if engine == "spark"
+        else None
+    )
     audit = audit_run(
         run_dir,
         guarantee=str(variant.guarantee),

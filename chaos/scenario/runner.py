@@ -233,6 +233,7 @@ class ScenarioRun(RunWorkers):
             spark_master=self.spark_master,
             strict_symptoms=self.strict_symptoms,
             options=options,
+            isolations=isolations,
         )
         self._finished = True
         self._update(ended_ts=time.time(), outcome=None, error=None)

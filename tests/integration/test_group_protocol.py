@@ -47,7 +47,13 @@ def test_members_on_the_consumer_protocol_hand_over_and_keep_the_variants_sessio
 ) -> None:
     nodeid = request.node.nodeid
     with ScenarioRun(
-        PROTOCOL, "consumer", kafka_cluster, run_dir, nodeid=nodeid, group_protocol="consumer"
+        PROTOCOL,
+        "consumer",
+        kafka_cluster,
+        run_dir,
+        nodeid=nodeid,
+        group_protocol="consumer",
+        engine="reference",  # as every integration test's run (tests/integration/conftest.py)
     ) as run:
         run.create_topic(partitions=4, replication_factor=3)
         leaving = run.member("leaving")

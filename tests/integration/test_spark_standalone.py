@@ -4,8 +4,9 @@ A master and a worker are started from the installed PySpark distribution (``bin
 127.0.0.1 (their web UIs too: ``SPARK_LOCAL_IP``), and stopped in ``finally`` — and killed by the kernel
 if this process dies first (``PR_SET_PDEATHSIG``). A real run's directory, audited by the
 reference engine when the run finished, is audited again by ``chaos audit --spark-master
-spark://127.0.0.1:PORT``: the facts must be equal (the property tests prove the local Spark job equal to the
-reference), and the cluster must have run the job (the worker launched an executor for it).
+spark://127.0.0.1:PORT`` and by docs/spark-cluster.md's ``spark-submit`` recipe: the facts must be equal (the
+property tests prove the local Spark job equal to the reference), and the cluster must have run both jobs (the
+worker launched an executor for each).
 """
 
 from __future__ import annotations
@@ -146,6 +147,33 @@ def chaos_audit(run_dir: Path, master: str) -> tuple[dict[str, object], float]:
     return json.loads((run_dir / "audit.json").read_text(encoding="utf-8")), elapsed
 
 
+def spark_submit(run_dir: Path, master: str) -> tuple[dict[str, object], float]:
+    """docs/spark-cluster.md's recipe: ``spark-submit --master MASTER --deploy-mode client --jars JARS JOB
+    RUN_DIR --master MASTER`` (JOB: ``chaos/gate/job.py``, JARS: the connector's jars, the driver's Python
+    this venv's). The audit.json it wrote, and how long it took."""
+    import chaos.gate.job
+    from chaos.audit.connector import ensure_connector_jars
+
+    jars = ",".join(str(p) for p in ensure_connector_jars())
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(spark_home() / "bin" / "spark-submit"), "--master", master, "--deploy-mode", "client",
+         "--jars", jars, chaos.gate.job.__file__, str(run_dir), "--master", master,
+         "--guarantee", "at_least_once"],
+        capture_output=True,
+        text=True,
+        timeout=AUDIT_TIMEOUT_S,
+        env={**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+             "PYSPARK_DRIVER_PYTHON": sys.executable, DRIVER_HOST_ENV: "127.0.0.1"},
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, (
+        f"spark-submit --master {master}: exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}"
+    )
+    assert "pass (at_least_once): " in done.stdout, done.stdout
+    return json.loads((run_dir / "audit.json").read_text(encoding="utf-8")), elapsed
+
+
 def test_the_audit_runs_unchanged_on_a_standalone_spark_cluster(
     scenario_run: Callable[..., ScenarioRun], tmp_path: Path
 ) -> None:
@@ -155,16 +183,23 @@ def test_the_audit_runs_unchanged_on_a_standalone_spark_cluster(
         run.producer(count=300, rate=None).join()
         run.wait_caught_up(30)
         run.finish(engine="reference")
-    cluster_dir = tmp_path / "cluster"
+    cluster_dir, submitted_dir = tmp_path / "cluster", tmp_path / "submitted"
     shutil.copytree(run.dir, cluster_dir)
+    shutil.copytree(run.dir, submitted_dir)
     # the run's own audit: the reference engine, which the property tests prove Spark's local job equal to
     local = json.loads((run.dir / "audit.json").read_text(encoding="utf-8"))
 
     with standalone(tmp_path / "spark") as (url, worker_log):
         on_cluster, cluster_s = chaos_audit(cluster_dir, url)
+        submitted, submitted_s = spark_submit(submitted_dir, url)
         launched = re.findall(r"Asked to launch executor (\S+)", worker_log.read_text(errors="replace"))
-    print(f"\n{url}: audited in {cluster_s:.1f} s; executors launched {launched}")
-    assert launched, "the standalone worker launched no executor: the audit did not run on the cluster"
-    assert (local["engine"], on_cluster["engine"]) == ("reference", "spark")
+    print(
+        f"\n{url}: chaos audit {cluster_s:.1f} s, spark-submit {submitted_s:.1f} s; executors launched "
+        f"{launched}"
+    )
+    # one executor per application: the chaos audit's and the spark-submit's
+    assert len(launched) >= 2, f"the standalone worker launched {launched}: an audit did not run on it"
+    assert (local["engine"], on_cluster["engine"], submitted["engine"]) == ("reference", "spark", "spark")
     assert on_cluster["facts"] == local["facts"]
-    assert (on_cluster["verdict"], local["verdict"]) == ("pass", "pass")
+    assert submitted["facts"] == local["facts"]
+    assert (on_cluster["verdict"], submitted["verdict"], local["verdict"]) == ("pass", "pass", "pass")

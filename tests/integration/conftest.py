@@ -1,0 +1,32 @@
+"""The harness's own integration tests audit their runs with the reference engine.
+
+They test the cluster, the faults and the workload; the audit's two engines are proven equal by the unit
+property tests (tests/unit/test_audit_properties.py and its siblings, Spark against the reference), and Spark
+audits real runs in the catalog's scenarios (``make chaos``; in ``make test`` ISR2's vulnerable run) and on a
+standalone Spark cluster (test_spark_standalone.py). A Spark audit costs ≈ 12–30 s per small run on this
+2-core machine (docs/audit.md, "Per-run cost"); these ~25 runs would add ≈ 8 min to ``make test``.
+A test here may still ask for Spark: ``scenario_run(SCENARIO, variant, engine="spark")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from chaos.audit.run import Engine
+    from chaos.scenario import Scenario, ScenarioRun
+
+INTEGRATION_ENGINE: Engine = "reference"
+
+
+@pytest.fixture
+def scenario_run(scenario_run: Callable[..., ScenarioRun]) -> Callable[..., ScenarioRun]:
+    """The plugin's factory, with the reference engine unless a test names one."""
+
+    def make(scenario: Scenario, variant: str, engine: Engine = INTEGRATION_ENGINE) -> ScenarioRun:
+        return scenario_run(scenario, variant, engine)
+
+    return make
