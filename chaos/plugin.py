@@ -228,20 +228,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_OPTIONS] = _read_options(session.config)
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """With the Spark engine and a scenario run among the selected tests, start the Spark session now, in
-    the background: its JVM's start overlaps the cluster's (the first test's fixtures)."""
-    from chaos.scenario.api import RUN_FIXTURE
-
-    options = session.config.stash.get(_OPTIONS, None)
-    if options is None or options.audit_engine != "spark":
-        return
-    if any(RUN_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items):
-        from chaos.audit.spark import SCENARIO_MASTER, start_in_background
-
-        start_in_background(SCENARIO_MASTER)
-
-
 def _read_options(config: pytest.Config) -> _Options:
     """Read and check every chaos option; raise pytest.UsageError naming the bad input and its fix."""
     from chaos import versions
