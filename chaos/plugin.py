@@ -95,7 +95,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--chaos-audit-engine",
         default=None,
         help="Which engine audits each scenario run: spark (default; one local Spark session per pytest "
-        "process, started in the background as the session starts) or reference (the pure-Python "
+        "process, started at the first audit) or reference (the pure-Python "
         "definition, for quick local runs); default $CHAOS_AUDIT_ENGINE. A test may still name its own.",
     )
     group.addoption(
