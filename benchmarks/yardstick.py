@@ -23,12 +23,13 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Final
 
-from chaos.audit.model import PERCENTILES
+from chaos.audit.model import PERCENTILES, Totals
 
-TOTALS: Final[tuple[str, ...]] = ("sends", "acked", "failed", "indeterminate", "log_records", "deliveries")
+TOTALS: Final[tuple[str, ...]] = tuple(f.name for f in fields(Totals))
 COUNTS: Final[tuple[str, ...]] = (
     "lost_acked",
     "lost_indeterminate",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,34 +82,6 @@ def spark_session(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         raise
-
-
-_warming: dict[str, threading.Thread] = {}
-_warming_lock = threading.Lock()
-
-
-def start_in_background(master: str = SCENARIO_MASTER) -> threading.Thread:
-    """Start the process's Spark session on ``master`` in a daemon thread and return at once (once per
-    process; later calls return the same thread).
-
-    The JVM's start (≈ 8–12 s here) then overlaps whatever the caller does next — the pytest plugin calls it
-    as the session starts, before the cluster's containers — and the first audit's :func:`spark_session`
-    gets the session it started (PySpark's builder holds a lock while it creates one, so a caller that
-    comes early waits for it rather than starting a second). A start that fails is not raised here: the
-    audit's own :func:`spark_session` call starts again and raises the error with its fix.
-    """
-    with _warming_lock:
-        thread = _warming.get("thread")
-        if thread is None:
-
-            def warm() -> None:
-                with contextlib.suppress(Exception):
-                    spark_session(master)
-
-            thread = threading.Thread(target=warm, name="chaos-spark-start", daemon=True)
-            _warming["thread"] = thread
-            thread.start()
-        return thread
 
 
 DRIVER_HOST_ENV = "CHAOS_SPARK_DRIVER_HOST"

@@ -202,10 +202,6 @@ def test_the_audit_engine_reaches_scenario_runs(
     env: dict[str, str],
     engine: str,
 ) -> None:
-    import chaos.audit.spark
-
-    started: list[str] = []
-    monkeypatch.setattr(chaos.audit.spark, "start_in_background", started.append)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     # the cluster is not needed to open a ScenarioRun object (nothing runs until it is entered)
@@ -228,18 +224,3 @@ def test_the_audit_engine_reaches_scenario_runs(
         """
     )
     pytester.runpytest(*args).assert_outcomes(passed=2)
-    # not started in the background: a JVM started before the first audit outlived a SIGTERM'd session
-    # (tests/reliability/test_sigterm.py)
-    assert started == []
-
-
-def test_no_spark_is_started_for_a_session_without_scenario_runs(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import chaos.audit.spark
-
-    started: list[str] = []
-    monkeypatch.setattr(chaos.audit.spark, "start_in_background", started.append)
-    pytester.makepyfile("def test_ok():\n    pass\n")
-    pytester.runpytest().assert_outcomes(passed=1)
-    assert started == []
