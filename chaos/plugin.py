@@ -400,15 +400,14 @@ def _check_leaks(session: pytest.Session) -> None:
 
 def _sweep_leaks(run_ids: list[str]) -> list[str]:
     """The labelled containers and networks of ``run_ids`` still present (sorted), each run swept after."""
-    from chaos.cluster.engine import LABEL, docker_client
+    from chaos.cluster.engine import LABEL, docker_client, labelled_containers
     from chaos.cluster.sweep import sweep
 
     client = docker_client()
     leaked = []
     for run_id in run_ids:
-        selector = {"label": f"{LABEL}={run_id}"}
-        leaked += [c.name for c in client.containers.list(all=True, filters=selector)]
-        leaked += [n.name for n in client.networks.list(filters=selector)]
+        leaked += [c.name for c in labelled_containers(f"{LABEL}={run_id}", client=client)]
+        leaked += [n.name for n in client.networks.list(filters={"label": f"{LABEL}={run_id}"})]
         sweep(run_id)
     return sorted(leaked)
 

@@ -36,7 +36,7 @@ from chaos.cluster.broker import (
 )
 from chaos.cluster.config import ClusterConfig, env_name
 from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
-from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.cluster.logs import write_log
 from chaos.cluster.ports import start_on_free_ports
 from chaos.cluster.reaper import Reaper, reaper_name
@@ -325,9 +325,7 @@ class KafkaCluster:
             reaper = reaper_name(self.run_id)
             # sidecars and anything else of this run, except the reaper (it goes last)
             with contextlib.suppress(Exception):
-                for leftover in docker_client().containers.list(
-                    all=True, filters={"label": f"{LABEL}={self.run_id}"}
-                ):
+                for leftover in labelled_containers(f"{LABEL}={self.run_id}"):
                     if leftover.name != reaper:
                         leftover.remove(force=True, v=True)
         if self._network is not None:

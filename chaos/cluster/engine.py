@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chaos.errors import DockerUnavailable
 
@@ -33,3 +33,13 @@ def docker_client() -> docker.DockerClient:
 def engine_version() -> str:
     """The engine's version string, e.g. ``20.10.24+dfsg1``."""
     return str(docker_client().version().get("Version", "unknown"))
+
+
+def labelled_containers(
+    labels: str | list[str], *, stopped: bool = True, client: docker.DockerClient | None = None
+) -> list[Any]:
+    """The containers carrying every label of ``labels`` (``key`` or ``key=value``), stopped ones too
+    unless ``stopped=False``. A container removed while it is listed is left out, not an error: docker-py
+    inspects each listed container, and the reaper, a heal or a sweep may remove one in between."""
+    engine = client if client is not None else docker_client()
+    return list(engine.containers.list(all=stopped, filters={"label": labels}, ignore_removed=True))

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.cluster.reaper import reaper_name
 
 _LIVE_REAPER_STATES = frozenset({"running", "created"})
@@ -52,7 +52,7 @@ def sweep(run_id: str | None = None, *, everything: bool = False, client: Any = 
     # Networks first: every resource listed then belongs to a run whose reaper (started before anything
     # else of the run) was already there, so the container listing that decides liveness shows it.
     networks = client.networks.list(filters={"label": selector})
-    containers = client.containers.list(all=True, filters={"label": selector})
+    containers = labelled_containers(selector, client=client)
     live: set[str] = set()
     if run_id is None and not everything:
         live = {

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from chaos.cluster.cluster import ROLE_LABEL
-from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.errors import FaultError
 from chaos.faults.base import Fault, FaultLog, Param
 from chaos.faults.targets import Target, resolve
@@ -242,7 +242,7 @@ def remove_all_sidecars(cluster: KafkaCluster) -> list[str]:
     remove (``heal_all`` heals every live fault first): a heal does not need its sidecar."""
     removed = []
     selector = [f"{LABEL}={cluster.run_id}", f"{ROLE_LABEL}={SIDECAR_ROLE}"]
-    for sidecar in docker_client().containers.list(all=True, filters={"label": selector}):
+    for sidecar in labelled_containers(selector):
         remove_sidecar(sidecar)
         removed.append(str(sidecar.name))
     return removed

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 INNER = """
 from pathlib import Path
 
-from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.faults.network import NetworkCut
 from chaos.faults.process import Pause
 from chaos.faults.toxics import Latency, Refuse
@@ -40,9 +40,7 @@ def test_fails_in_the_middle_of_faults(kafka_cluster):
 def test_next_test_finds_everything_healed(kafka_cluster):
     assert Path("run_id.txt").read_text() == kafka_cluster.run_id, "the cluster was rebuilt, not healed"
     assert [b.status() for b in kafka_cluster.brokers] == ["running"] * 3
-    sidecars = docker_client().containers.list(
-        all=True, filters={"label": [f"{LABEL}={kafka_cluster.run_id}", f"{LABEL}.role=netcut"]}
-    )
+    sidecars = labelled_containers([f"{LABEL}={kafka_cluster.run_id}", f"{LABEL}.role=netcut"])
     assert sidecars == []
     proxies = kafka_cluster.toxiproxy.proxies()
     assert all(p["enabled"] and p["toxics"] == [] for p in proxies.values())
@@ -52,7 +50,7 @@ def test_next_test_finds_everything_healed(kafka_cluster):
 
 
 def test_failing_test_leaves_no_fault_and_no_container(pytester: pytest.Pytester) -> None:
-    from chaos.cluster.engine import LABEL, docker_client
+    from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest_subprocess(
@@ -62,6 +60,6 @@ def test_failing_test_leaves_no_fault_and_no_container(pytester: pytest.Pytester
     result.stdout.fnmatch_lines(["*boom in the middle of four faults*"])
     run_id = (pytester.path / "run_id.txt").read_text()
     selector = {"label": f"{LABEL}={run_id}"}
-    assert docker_client().containers.list(all=True, filters=selector) == []
+    assert labelled_containers(f"{LABEL}={run_id}") == []
     assert docker_client().networks.list(filters=selector) == []
     assert os.path.isdir(pytester.path / "reports")

@@ -24,7 +24,7 @@ import pytest
 from chaos.cluster import introspect, wire
 from chaos.cluster.cluster import KafkaCluster
 from chaos.cluster.config import ClusterConfig
-from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.cluster.introspect import PartitionState
 from chaos.errors import ClusterError
 from chaos.faults.network import Partition
@@ -226,7 +226,7 @@ def test_five_broker_cluster_starts(
     finally:
         cluster.close()
     selector = {"label": f"{LABEL}={cluster.run_id}"}
-    assert docker_client().containers.list(all=True, filters=selector) == []
+    assert labelled_containers(f"{LABEL}={cluster.run_id}") == []
     assert docker_client().networks.list(filters=selector) == []
 
 

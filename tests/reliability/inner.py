@@ -26,7 +26,7 @@ from typing import Final, TypeVar
 
 import pytest
 
-from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.cluster.sweep import sweep
 from chaos.errors import ChaosError
 from chaos.history import FaultEvent, read_events
@@ -272,7 +272,7 @@ def docker_leftovers(run_ids: list[str]) -> list[str]:
     found = []
     for run_id in run_ids:
         selector = {"label": f"{LABEL}={run_id}"}
-        containers = client.containers.list(all=True, filters=selector)
+        containers = labelled_containers(f"{LABEL}={run_id}", client=client)
         found += [f"container {c.name} ({c.status})" for c in containers]
         found += [f"network {n.name}" for n in client.networks.list(filters=selector)]
     return found

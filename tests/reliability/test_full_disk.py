@@ -43,7 +43,7 @@ import time
 import pytest
 
 from chaos.cluster.cluster import ROLE_LABEL
-from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.faults.network import SIDECAR_ROLE, NetworkCut
 from chaos.scenario import Scenario, ScenarioRun, Variant, chaos_scenario, views
 from chaos.workload import IDEMPOTENT
@@ -78,9 +78,7 @@ def test_fills_the_disk(run: ScenarioRun, chaos_report_dir) -> None:
 @pytest.mark.chaos
 def test_next_test_gets_a_healthy_cluster(kafka_cluster):
     assert [b.status() for b in kafka_cluster.brokers] == ["running"] * 3
-    sidecars = docker_client().containers.list(
-        all=True, filters={"label": [f"{LABEL}={kafka_cluster.run_id}", f"{ROLE_LABEL}={SIDECAR_ROLE}"]}
-    )
+    sidecars = labelled_containers([f"{LABEL}={kafka_cluster.run_id}", f"{ROLE_LABEL}={SIDECAR_ROLE}"])
     assert sidecars == [], [c.name for c in sidecars]
     proxies = kafka_cluster.toxiproxy.proxies()
     assert all(p["enabled"] and p["toxics"] == [] for p in proxies.values()), proxies

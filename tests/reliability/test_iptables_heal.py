@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from chaos.cluster.cluster import ROLE_LABEL, KafkaCluster
-from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.faults.base import FaultLog
 from chaos.faults.network import (
     BACKENDS,
@@ -89,7 +89,7 @@ def leftovers(inspectors: dict[int, Any]) -> list[str]:
 
 def kill_sidecars(cluster: KafkaCluster) -> int:
     selector = [f"{LABEL}={cluster.run_id}", f"{ROLE_LABEL}={SIDECAR_ROLE}"]
-    sidecars = docker_client().containers.list(filters={"label": selector})
+    sidecars = labelled_containers(selector, stopped=False)
     for sidecar in sidecars:
         sidecar.kill()
     return len(sidecars)
@@ -120,9 +120,7 @@ def test_iptables_fault_heals_clean_every_cycle(
         assert fault.record.error is None
         assert left == [], f"cycle {cycle} of {kind} (sidecar {sidecar}) left {left}"
     assert log.active() == []
-    still = docker_client().containers.list(
-        all=True, filters={"label": [f"{LABEL}={kafka_cluster.run_id}", f"{ROLE_LABEL}={SIDECAR_ROLE}"]}
-    )
+    still = labelled_containers([f"{LABEL}={kafka_cluster.run_id}", f"{ROLE_LABEL}={SIDECAR_ROLE}"])
     assert still == [], f"sidecars left: {[c.name for c in still]}"
     print(
         f"\nreliability iptables {kind} sidecar={sidecar}: {CYCLES} cycles, {len(found)} leftovers, "

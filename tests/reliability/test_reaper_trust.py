@@ -23,7 +23,7 @@ from pathlib import Path
 import docker.errors
 import pytest
 
-from chaos.cluster.engine import LABEL, docker_client
+from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.cluster.images import ensure_images
 from chaos.cluster.ports import free_loopback_ports
 from chaos.cluster.reaper import reaper_name
@@ -65,7 +65,7 @@ def ask(port: int, line: str) -> tuple[str, bool]:
 
 
 def reaper_running(run_id: str) -> bool:
-    labelled = docker_client().containers.list(all=True, filters={"label": f"{LABEL}={run_id}"})
+    labelled = labelled_containers(f"{LABEL}={run_id}")
     return any(c.name == reaper_name(run_id) for c in labelled)
 
 
@@ -124,7 +124,7 @@ def test_reaper_refuses_a_foreign_label_filter(tmp_path: Path) -> None:
         except docker.errors.NotFound:
             pytest.fail(f"the reaper of {run_id} removed the decoy {decoy.name} (label {decoy_label})")
         assert decoy.status == "running", f"the decoy is {decoy.status} after the reaper of {run_id} reaped"
-        left = client.containers.list(all=True, filters={"label": f"{LABEL}={run_id}"})
+        left = labelled_containers(f"{LABEL}={run_id}", client=client)
         figures("reaper_trust", len(foreign), len(left), time.monotonic() - started)
         assert left == [], f"the reaper left its own run's containers: {[c.name for c in left]}"
     finally:

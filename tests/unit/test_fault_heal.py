@@ -14,6 +14,7 @@ from typing import Any
 import docker.errors
 import pytest
 
+import chaos.cluster.engine
 import chaos.faults.network as network
 from chaos.errors import FaultError, ToxiproxyError
 from chaos.faults.base import Fault, FaultLog, FaultRecord
@@ -150,7 +151,9 @@ class FakeContainers:
         self.engine.sidecars.append(sidecar)
         return sidecar
 
-    def list(self, all: bool = False, filters: dict[str, Any] | None = None) -> list[FakeContainer]:
+    def list(
+        self, all: bool = False, filters: dict[str, Any] | None = None, ignore_removed: bool = False
+    ) -> list[FakeContainer]:
         assert filters is not None
         assert "chaos-harness=cfake" in filters["label"]
         return self.engine.live()
@@ -245,6 +248,7 @@ class FakeCluster:
 def engine(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
     fake = FakeEngine()
     monkeypatch.setattr(network, "docker_client", lambda: fake)
+    monkeypatch.setattr(chaos.cluster.engine, "docker_client", lambda: fake)
     monkeypatch.setattr(network, "sidecar_image", lambda images=None: "chaos-harness/jre-base:test")
     return fake
 

@@ -92,8 +92,11 @@ class FakeClient:
         self.containers = self
         self.networks = _Networks(engine)
 
-    def list(self, *, all: bool = False, filters: dict[str, str]) -> list[FakeContainer]:
+    def list(
+        self, *, all: bool = False, filters: dict[str, str], ignore_removed: bool = False
+    ) -> list[FakeContainer]:
         assert all, "stopped containers must be listed too"
+        assert ignore_removed, "a container removed while it is listed must not fail the sweep"
         return self.engine.listed([c for c in self.engine.containers if _matches(c.labels, filters["label"])])
 
 
