@@ -40,6 +40,8 @@ _INTERRUPTED = pytest.StashKey[bool]()
 """Set by Ctrl-C or SIGTERM, before the fixtures' teardown: they then heal, but do not wait for a
 cluster the session is about to remove."""
 _OPTIONS = pytest.StashKey["_Options"]()
+_SPARK_OWNED = pytest.StashKey[bool]()
+"""Whether this session started the process's Spark JVM (then its finish stops it)."""
 _RUN_DIRS: pytest.StashKey[RunDirs] = pytest.StashKey()
 _ENV_SEED = "CHAOS_SEED"
 _ENV_REPORT_DIR = "CHAOS_REPORT_DIR"
@@ -95,7 +97,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--chaos-audit-engine",
         default=None,
         help="Which engine audits each scenario run: spark (default; one local Spark session per pytest "
-        "process, started at the first audit) or reference (the pure-Python "
+        "process, started in the background as the session starts) or reference (the pure-Python "
         "definition, for quick local runs); default $CHAOS_AUDIT_ENGINE. A test may still name its own.",
     )
     group.addoption(
@@ -226,6 +228,25 @@ class _Options:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_OPTIONS] = _read_options(session.config)
+    from chaos.audit.spark import jvm_running
+
+    # a session stops only the Spark JVM it started (a pytester session inside another keeps its host's)
+    session.config.stash[_SPARK_OWNED] = not jvm_running()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With the Spark engine and a scenario run among the selected tests, start the Spark session now, in
+    the background: its JVM's start overlaps the cluster's (the first test's fixtures). The session's
+    finish stops it (:func:`chaos.audit.spark.stop_spark`), even when SIGTERM or Ctrl-C ends the session."""
+    from chaos.scenario.api import RUN_FIXTURE
+
+    options = session.config.stash.get(_OPTIONS, None)
+    if options is None or options.audit_engine != "spark":
+        return
+    if any(RUN_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items):
+        from chaos.audit.spark import SCENARIO_MASTER, start_in_background
+
+        start_in_background(SCENARIO_MASTER)
 
 
 def _read_options(config: pytest.Config) -> _Options:
@@ -361,6 +382,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     finally:
         _report_interrupted(session)
         _check_leaks(session)
+        if session.config.stash.get(_SPARK_OWNED, False):
+            from chaos.audit.spark import stop_spark
+
+            stop_spark()
 
 
 def _report_interrupted(session: pytest.Session) -> None:

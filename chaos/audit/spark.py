@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,3 +114,80 @@ def _children() -> set[int]:
                 if int(stat.rpartition(")")[2].split()[1]) == me:
                     found.add(int(entry.name))
     return found
+
+
+_starting: threading.Thread | None = None
+
+
+def start_in_background(master: str) -> None:
+    """Start this process's Spark session on ``master`` in a daemon thread, once: its JVM's start overlaps
+    whatever the caller does next (a cluster's start). A failed start is left for the first audit, whose
+    own ``spark_session`` call then reports it; an audit that comes while it starts waits for it (PySpark
+    builds one session at a time). :func:`stop_spark` ends it, started or not."""
+    global _starting
+    if _starting is not None:
+        return
+
+    def start() -> None:
+        with contextlib.suppress(Exception):
+            spark_session(master)
+
+    _starting = threading.Thread(target=start, name="chaos-spark-start", daemon=True)
+    _starting.start()
+
+
+def jvm_running() -> bool:
+    """Whether this process has launched Spark's JVM (without importing PySpark when it never did)."""
+    spark_context = getattr(sys.modules.get("pyspark.core.context"), "SparkContext", None)
+    return _starting is not None or getattr(spark_context, "_gateway", None) is not None
+
+
+def stop_spark(timeout_s: float = 10.0) -> None:
+    """Stop this process's Spark session and its JVM, and wait (at most ``timeout_s``, then kill) until that
+    JVM has exited — a JVM left to notice our exit on its own outlives us by its shutdown's length, and one
+    still starting does not watch for our exit at all. A later :func:`spark_session` starts a new JVM."""
+    global _starting
+    starting, _starting = _starting, None
+    context = sys.modules.get("pyspark.core.context")
+    spark_context = getattr(context, "SparkContext", None)
+    if starting is not None and starting.is_alive():
+        # still in getOrCreate: its JVM does not watch its stdin for our exit yet
+        for pid in _children():
+            if _is_spark_submit(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        starting.join(timeout_s)
+    if spark_context is None:
+        return
+    gateway = spark_context._gateway
+    session_module = sys.modules.get("pyspark.sql.session")
+    session = getattr(getattr(session_module, "SparkSession", None), "_instantiatedSession", None)
+    active = spark_context._active_spark_context
+    for stoppable in (session, active):  # the SQL session first: it clears its own singletons too
+        if stoppable is not None:
+            with contextlib.suppress(Exception):
+                stoppable.stop()
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    spark_context._gateway = None
+    spark_context._jvm = None
+    if proc is None:  # a JVM this process did not launch (PYSPARK_GATEWAY_PORT): not ours to stop
+        return
+    with contextlib.suppress(OSError):
+        proc.stdin.close()  # the gateway JVM exits at its stdin's end
+    try:
+        proc.wait(timeout_s)
+    except Exception:
+        proc.kill()
+        proc.wait(timeout_s)
+
+
+def _is_spark_submit(pid: int) -> bool:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"pyspark-shell" in command or b"spark-submit" in command

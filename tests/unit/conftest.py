@@ -20,6 +20,16 @@ settings.register_profile("chaos-dev", parent=settings.get_profile("chaos-ci"), 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "chaos-ci"))
 
 
+@pytest.fixture(autouse=True)
+def _no_background_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytester sessions of these tests run in this process: the plugin's background start would
+    launch a JVM for each one that selects a scenario run (tests/unit/test_plugin_options.py checks the
+    decision; tests/unit/test_spark_stop.py the start and the stop)."""
+    import chaos.audit.spark
+
+    monkeypatch.setattr(chaos.audit.spark, "start_in_background", lambda master: None)
+
+
 @pytest.fixture(scope="session")
 def audit_spark() -> Iterator[Any]:
     """One ``local[2]`` Spark session for the audit tests (2 cores here), few shuffle partitions."""

@@ -202,6 +202,10 @@ def test_the_audit_engine_reaches_scenario_runs(
     env: dict[str, str],
     engine: str,
 ) -> None:
+    import chaos.audit.spark
+
+    started: list[str] = []
+    monkeypatch.setattr(chaos.audit.spark, "start_in_background", started.append)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     # the cluster is not needed to open a ScenarioRun object (nothing runs until it is entered)
@@ -224,3 +228,18 @@ def test_the_audit_engine_reaches_scenario_runs(
         """
     )
     pytester.runpytest(*args).assert_outcomes(passed=2)
+    # Spark's JVM starts as the session starts (its start overlaps the first cluster's), only when a
+    # scenario run will audit with it
+    assert started == (["local[2]"] if engine == "spark" else [])
+
+
+def test_no_spark_is_started_for_a_session_without_scenario_runs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chaos.audit.spark
+
+    started: list[str] = []
+    monkeypatch.setattr(chaos.audit.spark, "start_in_background", started.append)
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert started == []
