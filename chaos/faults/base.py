@@ -34,6 +34,18 @@ Param = int | float | str | bool | tuple[str, ...] | tuple[int, ...]
 
 
 @dataclass(frozen=True)
+class Effect:
+    """Whether the fault's target showed it during its window, measured by the fault itself just before
+    its heal (a toxic: bytes entered its proxies' links), and the figures that say so. A fault that did
+    nothing makes a scenario run inconclusive (:meth:`chaos.scenario.runner.ScenarioRun.finish`)."""
+
+    observed: bool
+    evidence: str
+    required: bool = True
+    """The run depends on it (the fault's ``must_land``): unobserved, the run is inconclusive."""
+
+
+@dataclass(frozen=True)
 class FaultRecord:
     """One fault: what, on whom (as asked and as resolved), with which parameters, from when to when.
 
@@ -41,7 +53,8 @@ class FaultRecord:
     that failed). ``error``: why the inject failed and, while the fault is still active after a heal
     attempt, why the last heal failed. ``heal_attempts`` counts the heals run (failed ones included);
     ``notes`` says what else the fault wants known (its iptables chain, a failed attempt, "healed by a
-    Toxiproxy restart").
+    Toxiproxy restart"). ``effect``: the proof that it landed, for the kinds that measure one (None:
+    not measured — the kind has no measure, or the measure failed, see ``notes``).
     """
 
     seq: int
@@ -54,6 +67,7 @@ class FaultRecord:
     error: str | None = None
     heal_attempts: int = 0
     notes: tuple[str, ...] = ()
+    effect: Effect | None = None
 
 
 Listener = Callable[[str, FaultRecord], None]
@@ -131,6 +145,9 @@ class Fault(abc.ABC):
     """Base of every fault. Subclasses implement ``_inject`` / ``_heal`` for the resolved broker ids."""
 
     kind: ClassVar[str]
+    must_land: bool = True
+    """A scenario run is inconclusive when this fault measured no effect (:class:`Effect`). False for a
+    fault that may rightly see no traffic — one of several alike, of which the case needs one to land."""
 
     def __init__(self, cluster: KafkaCluster, target: AnyTarget, log: FaultLog | None = None) -> None:
         self.cluster = cluster
@@ -142,6 +159,7 @@ class Fault(abc.ABC):
         self._healed = False
         self._inject_error: str | None = None
         self._notes: list[str] = []
+        self._measured: Effect | None = None
         self.interrupted = False
         """Set by a heal during an interrupt (Ctrl-C, SIGTERM): undo the fault, do not wait for the cluster
         to settle after it (the session is ending; a CI cancel gives seconds)."""
@@ -158,6 +176,11 @@ class Fault(abc.ABC):
 
     @abc.abstractmethod
     def _heal(self) -> None: ...
+
+    def _effect(self) -> Effect | None:
+        """What the target showed of the fault so far, measured while it still holds (just before its
+        heal); None when this kind measures nothing. Override with the kind's own proof."""
+        return None
 
     @property
     def active(self) -> bool:
@@ -221,6 +244,13 @@ class Fault(abc.ABC):
         if self.record is None or self._healed:
             return
         attempt = self.record.heal_attempts + 1
+        if self._measured is None and self._inject_error is None and not self.interrupted:
+            try:
+                self._measured = self._effect()
+                if self._measured is not None and not self.must_land:
+                    self._measured = replace(self._measured, required=False)
+            except Exception as exc:  # a measure is evidence: it never stops a heal
+                self._notes.append(f"effect not measured: {exc}")
         try:
             self._heal()
         except BaseException as exc:
@@ -249,6 +279,7 @@ class Fault(abc.ABC):
             error=self._inject_error,
             heal_attempts=attempts,
             notes=tuple(self._notes),
+            effect=self._measured,
         )
         _set_live(self, False)
         self.log._healed(self.record)

@@ -14,12 +14,19 @@ def fault_event(run_id: str, action: str, record: FaultRecord) -> FaultEvent:
     """A fault record of :mod:`chaos.faults` as a history event (``inject`` or ``heal``).
 
     ``target`` is what was hit (``broker-2``, ``broker-1,broker-3``), ``params`` the fault's parameters
-    plus the target as asked (``leader of t-0``). A heal's ``message`` is the record's error: the inject's
-    failure (a fault undone after its inject raised); ``error`` (``FaultError``) marks a heal not done.
+    plus the target as asked (``leader of t-0``) and, on a heal, the fault's measured ``effect``. A heal's
+    ``message`` is the record's error: the inject's failure (a fault undone after its inject raised);
+    ``error`` (``FaultError``) marks a heal not done.
     """
     params: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in record.params}
     params["asked"] = record.target
     params["seq"] = record.seq
+    if action == "heal" and record.effect is not None:
+        params["effect"] = {
+            "observed": record.effect.observed,
+            "evidence": record.effect.evidence,
+            "required": record.effect.required,
+        }
     target = ",".join(f"broker-{b}" for b in record.brokers) or record.target
     # Listeners hear successful heals only, so a heal event's record has ``healed_at``; an error on it is the
     # inject's failure (the fault was undone all the same): evidence in ``message``, not a failed heal.

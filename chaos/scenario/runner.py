@@ -235,6 +235,13 @@ class ScenarioRun(RunWorkers):
             options=options,
             isolations=isolations,
         )
+        for record in self.faults.records():
+            if record.effect is not None and record.effect.required:  # no proof it landed: inconclusive
+                result.precondition(
+                    f"fault {record.seq} ({record.kind} on {record.target}) had an observable effect",
+                    record.effect.observed,
+                    record.effect.evidence,
+                )
         self._finished = True
         self._update(ended_ts=time.time(), outcome=None, error=None)
         print(f"\n{self.variant.name}: {result.summary()}")
@@ -361,9 +368,15 @@ class ScenarioRun(RunWorkers):
         self._update(topic=TopicInfo(self.topic, partitions, replication_factor, config))
         return self.topic
 
-    def fault(self, kind: Callable[..., F], *args: Any, **kwargs: Any) -> F:
-        """Build a fault on this cluster that records into the run's history (not yet injected)."""
-        return kind(self.cluster, *args, log=self.faults, **kwargs)
+    def fault(self, kind: Callable[..., F], *args: Any, must_land: bool = True, **kwargs: Any) -> F:
+        """Build a fault on this cluster that records into the run's history (not yet injected).
+
+        A fault that measures its effect (a toxic: bytes through its links) and saw none makes the run
+        inconclusive (``unknown``, the fault named in the reason), unless ``must_land=False``: one of
+        several alike of which the case needs some to land (say so with a precondition of its own)."""
+        fault = kind(self.cluster, *args, log=self.faults, **kwargs)
+        fault.must_land = must_land
+        return fault
 
     def plan(self, **options: Any) -> Plan:
         """A fault plan drawn from the run's seed for its cluster and topic
