@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Final
 from chaos.cluster.cluster import ROLE_LABEL
 from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.errors import FaultError
-from chaos.faults.base import Fault, FaultLog, Param
+from chaos.faults.base import Effect, Fault, FaultLog, Param
 from chaos.faults.targets import Target, resolve
 
 if TYPE_CHECKING:
@@ -229,6 +229,16 @@ def _remove_chain(cluster: KafkaCluster, cut: _Cut, *, backend_may_be_broken: bo
     return None
 
 
+def _dropped_packets(listing: str) -> int:
+    """The packets the DROP rules of ``iptables -L CHAIN -v -x -n`` matched (its first column)."""
+    total = 0
+    for line in listing.splitlines():
+        words = line.split()
+        if len(words) > 2 and words[0].isdigit() and words[2] == "DROP":
+            total += int(words[0])
+    return total
+
+
 def remove_sidecar(sidecar: Any) -> None:
     """Remove a sidecar (its faults' rules are removed by their heal, not by this)."""
     if sidecar is None:
@@ -278,6 +288,25 @@ class IptablesFault(Fault):
             f"iptables failed in broker {broker_id}'s namespace with every backend: {'; '.join(failures)}\n"
             f"  fix: the sidecar needs NET_ADMIN and a kernel with netfilter; check `docker info`"
         )
+
+    def _effect(self) -> Effect | None:
+        """Landed when its DROP rules matched packets (iptables' own counters, read while they hold)."""
+        dropped: dict[int, int] = {}
+        for cut in self._cuts:
+            if not _usable(cut.sidecar):  # the broker stopped meanwhile: its counters went with it
+                return None
+            code, listing = _run(cut.sidecar, [[cut.backend, "-w", "-L", cut.chain, "-v", "-x", "-n"]])
+            if code != 0:
+                self.note(f"effect not measured: listing {cut.chain} failed (exit {code}): {listing[-200:]}")
+                return None
+            dropped[cut.broker_id] = dropped.get(cut.broker_id, 0) + _dropped_packets(listing)
+        if not dropped:
+            return None
+        detail = ", ".join(f"broker {b}: {n}" for b, n in sorted(dropped.items()))
+        total = sum(dropped.values())
+        if total:
+            return Effect(True, f"its rules dropped {total} packets ({detail})")
+        return Effect(False, f"its rules dropped no packet ({detail}): no traffic crossed the cut")
 
     def _heal(self) -> None:
         errors: list[FaultError] = []

@@ -58,6 +58,9 @@ class FaultSpan:
     heal_mono: float | None
     params: str
     errors: tuple[str, ...] = ()
+    effect: str = ""
+    """The fault's proof that it landed, from its heal event (``landed: …`` / ``no effect: …``); empty
+    when its kind measures none (docs/faults.md, "Proof that a fault landed")."""
 
     @property
     def label(self) -> str:
@@ -170,9 +173,20 @@ def fault_spans(table: pa.Table) -> tuple[FaultSpan, ...]:
                 heal.mono if heal is not None else None,
                 inject.params or "{}",
                 errors,
+                _effect_text(heal.params if heal is not None else None),
             )
         )
     return tuple(spans)
+
+
+def _effect_text(heal_params: str | None) -> str:
+    try:
+        effect = json.loads(heal_params or "{}").get("effect")
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(effect, dict):
+        return ""
+    return f"{'landed' if effect.get('observed') else 'no effect'}: {effect.get('evidence', '')}"
 
 
 class _Axis:

@@ -33,6 +33,7 @@ class Netns:
         self.broken: set[str] = set()  # backends that cannot do anything (no nft support, say)
         self.fail: dict[tuple[str, str], int] = {}  # (backend, option) -> how many next calls fail
         self.lying_delete = False  # -X answers 0 but keeps the chain
+        self.packets = 7  # what each rule's counter shows (-L -v)
         self.commands: list[list[str]] = []
 
     @staticmethod
@@ -83,6 +84,11 @@ class Netns:
         if option == "-F":
             chains[chain] = []
             return 0, ""
+        if option == "-L":  # -L CHAIN -v -x -n: the packets each rule matched
+            assert spec == ["-v", "-x", "-n"], argv
+            lines = [f"Chain {chain} (1 references)", "    pkts      bytes target     prot opt in out"]
+            lines += [f"{self.packets} {self.packets * 60} {rule[-1]} all -- * *" for rule in chains[chain]]
+            return 0, "\n".join(lines) + "\n"
         if option == "-X":
             if any(rule[-2:] == ["-j", chain] for rules in chains.values() for rule in rules):
                 return 1, f"{binary}: Too many links."
@@ -516,8 +522,11 @@ def test_a_sidecar_dying_during_the_heal_fails_it_and_the_retry_starts_another(
 ) -> None:
     cut = _make(NetworkCut, cluster, 1).inject()
     first = engine.sidecars[0]
+    counts = first.exec_run
 
     def dies(cmd: list[str]) -> tuple[int, bytes]:
+        if " -L " in cmd[2]:  # the measure of its effect still works; the removal finds it dead
+            return counts(cmd)
         first.status = "exited"
         raise docker.errors.APIError(f"container {first.name} is not running")
 
@@ -664,3 +673,25 @@ def test_a_toxic_that_need_not_land_says_so_in_its_effect(cluster: FakeCluster) 
     toxic.inject().heal()
     assert toxic.record.effect is not None
     assert (toxic.record.effect.observed, toxic.record.effect.required) == (False, False)
+
+
+def test_a_cut_lands_when_its_drop_rules_matched_packets(cluster: FakeCluster) -> None:
+    split = _make(Partition, cluster, [[1], [2, 3]]).inject()
+    for broker in (1, 2, 3):
+        cluster.netns(broker).packets = 0
+    cluster.netns(2).packets = 5  # two DROP rules (broker 1's int and ctl ports) matched 5 packets each
+    split.heal()
+    assert split.record.effect is not None
+    assert split.record.effect.observed
+    evidence = "its rules dropped 10 packets (broker 1: 0, broker 2: 10, broker 3: 0)"
+    assert split.record.effect.evidence == evidence
+
+
+def test_a_cut_no_packet_crossed_did_nothing(cluster: FakeCluster) -> None:
+    cut = _make(NetworkCut, cluster, 1).inject()
+    cluster.netns(1).packets = 0
+    cut.heal()
+    assert cut.record.effect is not None
+    assert not cut.record.effect.observed
+    assert "dropped no packet (broker 1: 0)" in cut.record.effect.evidence
+    assert cluster.netns(1).user_chains() == []  # measured, then healed as ever

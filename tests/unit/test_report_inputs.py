@@ -4,6 +4,7 @@ the reproduce command, JSON safe to embed."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -222,3 +223,22 @@ def test_a_broker_log_symptom_is_only_matched_by_a_line_of_the_run_itself(tmp_pa
     assert (whole.count, own.count, none.count) == (2, 1, 0)
     assert own.first_ts == pytest.approx(SAMPLE_T0 + 4.0)
     assert not none.observed
+
+
+def test_a_faults_measured_effect_reaches_its_timeline_row(tmp_path: Path) -> None:
+    from chaos.faults.base import Effect, FaultRecord
+    from chaos.scenario.bridge import fault_event
+
+    def record(seq: int) -> FaultRecord:
+        return FaultRecord(seq, "latency", f"broker {seq}", (seq,), (("ms", 500),), SAMPLE_T0 + seq)
+
+    idle = Effect(False, "no byte entered its links while it held (ext1-1 upstream: 0 B)")
+    landed = Effect(True, "512 bytes entered its links while it held (ext-2 downstream: 512 B)")
+    with Recorder(tmp_path, "r") as history:
+        for seq, effect in ((1, idle), (2, landed), (3, None)):
+            injected = record(seq)
+            history.record(fault_event("r", "inject", injected))
+            healed = replace(injected, healed_at=SAMPLE_T0 + seq + 4, effect=effect)
+            history.record(fault_event("r", "heal", healed))
+    spans = fault_spans(load_history(tmp_path).table)
+    assert [s.effect for s in spans] == [f"no effect: {idle.evidence}", f"landed: {landed.evidence}", ""]
