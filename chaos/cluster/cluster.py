@@ -41,7 +41,7 @@ from chaos.cluster.logs import write_log
 from chaos.cluster.ports import start_on_free_ports
 from chaos.cluster.reaper import Reaper, reaper_name
 from chaos.cluster.single import READY_LOG, new_cluster_id
-from chaos.cluster.toxiproxy import API_PORT, METRICS_FLAG, ProxySpec, Toxiproxy
+from chaos.cluster.toxiproxy import API_PORT, ProxySpec, Toxiproxy
 from chaos.errors import ClusterError, ClusterStartTimeout
 from chaos.run.events import PartitionState
 
@@ -151,7 +151,7 @@ class KafkaCluster:
             self.run_id,
             f"chaos-{self.run_id}-toxiproxy",
             **self._network_kwargs([TOXIPROXY_ALIAS]),
-        ).with_command(f"-host=0.0.0.0 {METRICS_FLAG}")
+        ).with_command("-host=0.0.0.0")
         publish_on_loopback(proxy, API_PORT, api_port)
         for port in [*ext_ports, *path_ports]:
             publish_on_loopback(proxy, port, port)

@@ -16,11 +16,7 @@ import requests
 from chaos.errors import ToxiproxyError
 
 Stream = Literal["upstream", "downstream"]
-STREAMS: tuple[Stream, ...] = ("upstream", "downstream")
 API_PORT = 8474
-METRICS_FLAG = "-proxy-metrics"
-"""Toxiproxy's flag serving its per-proxy byte counters at ``/metrics`` (:meth:`Toxiproxy.received_bytes`)."""
-RECEIVED_BYTES = "toxiproxy_proxy_received_bytes"
 
 
 @dataclass(frozen=True)
@@ -43,7 +39,7 @@ class Toxiproxy:
     def close(self) -> None:
         self._session.close()
 
-    def _call(self, method: str, path: str, body: Any = None, *, text: bool = False) -> Any:
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
         url = f"{self.base_url}{path}"
         try:
             response = self._session.request(method, url, json=body, timeout=self.timeout_s)
@@ -57,30 +53,9 @@ class Toxiproxy:
                 f"Toxiproxy answered {response.status_code} to {method} {path} {body!r}: "
                 f"{response.text.strip()[:500]}"
             )
-        if text:
-            return response.text
         if not response.content:
             return None
         return response.json()
-
-    def received_bytes(self) -> dict[tuple[str, Stream], int]:
-        """Bytes each proxy has read since Toxiproxy started, per stream: ``upstream`` from its callers,
-        ``downstream`` from its broker — Toxiproxy's own Prometheus counters (the container runs with
-        ``-proxy-metrics``), counted as bytes enter a link, before its toxics."""
-        from prometheus_client.parser import text_string_to_metric_families
-
-        found: dict[tuple[str, Stream], int] = {}
-        for family in text_string_to_metric_families(self._call("GET", "/metrics", text=True)):
-            if family.name != RECEIVED_BYTES:
-                continue
-            for sample in family.samples:
-                if sample.name != f"{RECEIVED_BYTES}_total":
-                    continue
-                for stream in STREAMS:
-                    if sample.labels.get("direction") == stream:
-                        key = (sample.labels["proxy"], stream)
-                        found[key] = found.get(key, 0) + int(sample.value)
-        return found
 
     def version(self) -> str:
         return str(self._call("GET", "/version"))

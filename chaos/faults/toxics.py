@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from chaos.cluster.broker import client_path_names
 from chaos.cluster.config import MAX_CLIENT_PATHS
 from chaos.errors import FaultError, ToxiproxyError
-from chaos.faults.base import Effect, Fault, FaultLog, Param, live_faults
+from chaos.faults.base import Fault, FaultLog, Param, live_faults
 from chaos.faults.client import Connected, as_client_target
 from chaos.faults.targets import AnyTarget, Client
 
@@ -149,7 +149,6 @@ class Toxic(_ProxyFault):
         self.paths = paths
         self.direction = direction
         self._applied: list[tuple[str, str]] = []
-        self._bytes_before: dict[tuple[str, Stream], int] | None = None
 
     def params(self) -> dict[str, Param]:
         return {"paths": tuple(self.paths), "direction": self.direction, **self.attributes}
@@ -159,37 +158,12 @@ class Toxic(_ProxyFault):
             return ["upstream", "downstream"]
         return [self.direction]
 
-    def _links(self) -> list[tuple[str, Stream]]:
-        return [(proxy, stream) for proxy in self._proxies() for stream in self._streams()]
-
     def _inject(self) -> None:
-        try:
-            self._bytes_before = self.cluster.toxiproxy.received_bytes()
-        except ToxiproxyError as exc:
-            self.note(f"effect not measured: {str(exc).splitlines()[0]}")
         for proxy in self._proxies():
             for stream in self._streams():
                 name = f"chaos-{self.toxic_type}-{stream}"
                 self.cluster.toxiproxy.add_toxic(proxy, name, self.toxic_type, stream, self.attributes, 1.0)
                 self._applied.append((proxy, name))
-
-    def _effect(self) -> Effect | None:
-        """Landed when bytes entered one of its links (proxy and stream) while it held: traffic its toxic
-        stood in. A toxic on a path no client or broker used did nothing."""
-        if self._bytes_before is None:
-            return None
-        after = self.cluster.toxiproxy.received_bytes()
-        moved = {
-            f"{proxy} {stream}": after.get((proxy, stream), 0) - self._bytes_before.get((proxy, stream), 0)
-            for proxy, stream in self._links()
-        }
-        if any(n < 0 for n in moved.values()):  # Toxiproxy restarted meanwhile: its counters began anew
-            return None
-        total = sum(moved.values())
-        detail = ", ".join(f"{link}: {n} B" for link, n in moved.items())
-        if total:
-            return Effect(True, f"{total} bytes entered its links while it held ({detail})")
-        return Effect(False, f"no byte entered its links while it held ({detail}): no traffic used them")
 
     def _heal(self) -> None:
         while self._applied:

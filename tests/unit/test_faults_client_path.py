@@ -40,9 +40,6 @@ class RecordingToxiproxy:
     def remove_toxic(self, proxy: str, name: str) -> None:
         self.calls.append(("remove", proxy, name))
 
-    def received_bytes(self) -> dict[tuple[str, str], int]:
-        return {}
-
 
 @dataclass
 class Worker:
