@@ -1,12 +1,12 @@
 """Issue 18, item 3 on the real cluster: a fault proves it landed, or the run is inconclusive.
 
-One producer writes to a one-partition topic for 12 s, a group member reads it. Two replication cuts hold for 4 s each, both
-iptables DROP rules in a broker's namespace: one cuts a follower of the partition from its leader (the
-follower fetches from it all the time), the other is made ineffective on purpose — the leader cut from its
-own replication port, which it never dials. The rules' own packet counters decide: the first dropped
-packets, the second none — so the run, which lost nothing, is ``unknown`` (a fault had no observable
-effect), never ``pass``, with the idle cut named in its reason; the heal events in the history carry
-both measures, and so does the report's fault table.
+One producer writes to a one-partition topic for 12 s, a group member reads it. Two replication cuts
+hold for 4 s each, both iptables DROP rules in a broker's namespace: one cuts a follower of the partition
+from its leader (the follower fetches from it all the time), the other is made ineffective on purpose —
+the leader cut from its own replication port, which it never dials. The rules' own packet counters
+decide: the first dropped packets, the second none — so the run, which lost nothing, is ``unknown`` (a
+fault had no observable effect), never ``pass``, with the idle cut named in its reason; the heal events
+in the history carry both measures, and so does the report's fault table.
 """
 
 from __future__ import annotations
