@@ -179,6 +179,12 @@ class KafkaCluster:
             for spec in self.proxy_specs(broker):
                 self._toxiproxy.create(spec)
 
+    def toxiproxy_container_id(self) -> str:
+        """The Toxiproxy container's id (a sidecar joins its network namespace with it)."""
+        if self._toxiproxy_container is None:
+            raise ClusterError("the cluster is not started: call start() or use it as a context manager")
+        return str(self._toxiproxy_container.get_wrapped_container().id)
+
     def reset_toxiproxy(self) -> None:
         """Restart the Toxiproxy container and recreate every proxy: no toxic, every proxy enabled.
 

@@ -98,7 +98,7 @@ class _Cut:
     sidecar: Any | None
 
 
-def _run(sidecar: Any, commands: list[Command]) -> tuple[int, str]:
+def run_in(sidecar: Any, commands: list[Command]) -> tuple[int, str]:
     """Run iptables commands in the sidecar, stopping at the first that fails; (exit code, output)."""
     script = " && ".join(shlex.join(command) for command in commands)
     code, output = sidecar.exec_run(["sh", "-c", script])
@@ -158,18 +158,25 @@ def _start_sidecar(cluster: KafkaCluster, broker_id: int, for_heal: bool = False
     if status != "running" and not (for_heal and status == "paused"):
         doing = "heal the cut (retry when it has settled)" if for_heal else "inject a network fault"
         raise FaultError(f"broker {broker_id} is {status}: cannot {doing}; it needs the broker running")
+    name = f"chaos-{cluster.run_id}-netcut-{broker_id}-{uuid.uuid4().hex[:6]}"
+    return start_sidecar_in(cluster, str(wrapped.id), name, SIDECAR_ROLE)
+
+
+def start_sidecar_in(cluster: KafkaCluster, container_id: str, name: str, role: str) -> Any:
+    """A labelled iptables sidecar (NET_ADMIN, sleeping) in the network namespace of ``container_id``."""
     return docker_client().containers.run(
         sidecar_image(cluster.images),
         ["sleep", str(SIDECAR_LIFETIME_S)],
-        name=f"chaos-{cluster.run_id}-netcut-{broker_id}-{uuid.uuid4().hex[:6]}",
-        network_mode=f"container:{wrapped.id}",
+        name=name,
+        network_mode=f"container:{container_id}",
         cap_add=["NET_ADMIN"],
-        labels={LABEL: cluster.run_id, ROLE_LABEL: SIDECAR_ROLE},
+        labels={LABEL: cluster.run_id, ROLE_LABEL: role},
         detach=True,
     )
 
 
-def _usable(sidecar: Any) -> bool:
+def sidecar_usable(sidecar: Any) -> bool:
+    """Whether ``sidecar`` is still there and running (a removed or stopped one is not)."""
     if sidecar is None:
         return False
     try:
@@ -198,7 +205,7 @@ def _remove_chain(cluster: KafkaCluster, cut: _Cut, *, backend_may_be_broken: bo
     ``backend_may_be_broken``: undoing a failed install, where a backend that cannot even list was not
     able to install anything either.
     """
-    if not _usable(cut.sidecar):
+    if not sidecar_usable(cut.sidecar):
         remove_sidecar(cut.sidecar)
         cut.sidecar = _start_sidecar(cluster, cut.broker_id, for_heal=True)
         if cut.sidecar is None:
@@ -208,7 +215,7 @@ def _remove_chain(cluster: KafkaCluster, cut: _Cut, *, backend_may_be_broken: bo
             )
     where = f"iptables chain {cut.chain} in broker {cut.broker_id}'s namespace ({cut.backend})"
     listing_command = [cut.backend, "-w", "-S"]
-    code, listing = _run(cut.sidecar, [listing_command])
+    code, listing = run_in(cut.sidecar, [listing_command])
     if code != 0:
         if backend_may_be_broken:
             return None
@@ -216,7 +223,7 @@ def _remove_chain(cluster: KafkaCluster, cut: _Cut, *, backend_may_be_broken: bo
     removals = _removal_commands(cut.backend, cut.chain, listing)
     if removals:
         # removals print nothing when they succeed: the output is the listing that checks them
-        code, listing = _run(cut.sidecar, [*removals, listing_command])
+        code, listing = run_in(cut.sidecar, [*removals, listing_command])
         if code != 0:
             raise FaultError(
                 f"could not remove {where} (exit {code}): {listing[-500:]}\n{_fix(cluster, cut)}"
@@ -273,7 +280,7 @@ class IptablesFault(Fault):
         failures = []
         for backend in BACKENDS:
             cut.backend = backend
-            code, output = _run(cut.sidecar, _install_commands(backend, self.chain, rules, jumps))
+            code, output = run_in(cut.sidecar, _install_commands(backend, self.chain, rules, jumps))
             if code == 0:
                 self.note(f"chain {self.chain} in broker {broker_id} ({backend})")
                 return
@@ -293,9 +300,9 @@ class IptablesFault(Fault):
         """Landed when its DROP rules matched packets (iptables' own counters, read while they hold)."""
         dropped: dict[int, int] = {}
         for cut in self._cuts:
-            if not _usable(cut.sidecar):  # the broker stopped meanwhile: its counters went with it
+            if not sidecar_usable(cut.sidecar):  # the broker stopped meanwhile: its counters went with it
                 return None
-            code, listing = _run(cut.sidecar, [[cut.backend, "-w", "-L", cut.chain, "-v", "-x", "-n"]])
+            code, listing = run_in(cut.sidecar, [[cut.backend, "-w", "-L", cut.chain, "-v", "-x", "-n"]])
             if code != 0:
                 self.note(f"effect not measured: listing {cut.chain} failed (exit {code}): {listing[-200:]}")
                 return None

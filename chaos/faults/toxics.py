@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Final, Literal
 from chaos.cluster.broker import client_path_names
 from chaos.cluster.config import MAX_CLIENT_PATHS
 from chaos.errors import FaultError, ToxiproxyError
-from chaos.faults.base import Fault, FaultLog, Param, live_faults
+from chaos.faults.base import Effect, Fault, FaultLog, Param, live_faults
 from chaos.faults.client import Connected, as_client_target
+from chaos.faults.meter import forget_meter, meter_problem, proxy_packets
 from chaos.faults.targets import AnyTarget, Client
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ def restart_toxiproxy(cluster: KafkaCluster, cause: Fault | None = None) -> list
     """Restart Toxiproxy (:meth:`KafkaCluster.reset_toxiproxy`) and record the Toxiproxy faults it healed
     besides ``cause``; returns them."""
     cluster.reset_toxiproxy()
+    forget_meter(cluster)  # a restarted container has a new network namespace: the meter's is gone
     note = RESTART_NOTE if cause is None else f"{RESTART_NOTE} (the heal of {cause!r} could not remove it)"
     return forget_proxy_faults(cluster, note, cause)
 
@@ -149,6 +151,7 @@ class Toxic(_ProxyFault):
         self.paths = paths
         self.direction = direction
         self._applied: list[tuple[str, str]] = []
+        self._packets_before: dict[str, int] | None = None
 
     def params(self) -> dict[str, Param]:
         return {"paths": tuple(self.paths), "direction": self.direction, **self.attributes}
@@ -164,6 +167,29 @@ class Toxic(_ProxyFault):
                 name = f"chaos-{self.toxic_type}-{stream}"
                 self.cluster.toxiproxy.add_toxic(proxy, name, self.toxic_type, stream, self.attributes, 1.0)
                 self._applied.append((proxy, name))
+        try:  # after the toxic is in place: the meter's first start must not delay it
+            self._packets_before = proxy_packets(self.cluster)
+        except FaultError as exc:
+            self.note(f"effect not measured: {exc}")
+        if self._packets_before is None and (problem := meter_problem(self.cluster)):
+            self.note(f"effect not measured: {problem}")
+
+    def _effect(self) -> Effect | None:
+        """Landed when packets crossed one of its proxies' listen ports while it held (the cluster's
+        packet meter, :mod:`chaos.faults.meter`): the traffic its toxic stood in."""
+        if self._packets_before is None:
+            return None
+        after = proxy_packets(self.cluster)
+        if after is None:
+            return None
+        moved = {p: after.get(p, 0) - self._packets_before.get(p, 0) for p in self._proxies()}
+        if any(n < 0 for n in moved.values()):  # a new meter (Toxiproxy restarted): counts began anew
+            return None
+        total = sum(moved.values())
+        detail = ", ".join(f"{proxy}: {n}" for proxy, n in moved.items())
+        if total:
+            return Effect(True, f"{total} packets crossed its proxies while it held ({detail})")
+        return Effect(False, f"no packet crossed its proxies while it held ({detail}): nothing used them")
 
     def _heal(self) -> None:
         while self._applied:

@@ -1,12 +1,14 @@
 """Issue 18, item 3 on the real cluster: a fault proves it landed, or the run is inconclusive.
 
-One producer writes to a one-partition topic for 12 s, a group member reads it. Two replication cuts
-hold for 4 s each, both iptables DROP rules in a broker's namespace: one cuts a follower of the partition
-from its leader (the follower fetches from it all the time), the other is made ineffective on purpose —
-the leader cut from its own replication port, which it never dials. The rules' own packet counters
-decide: the first dropped packets, the second none — so the run, which lost nothing, is ``unknown`` (a
-fault had no observable effect), never ``pass``, with the idle cut named in its reason; the heal events
-in the history carry both measures, and so does the report's fault table.
+One producer writes to a one-partition topic for 12 s, a group member reads it. Four faults hold for
+4 s together, two of them ineffective on purpose. Two replication cuts (iptables DROP rules in a broker's
+namespace): a follower of the partition cut from its leader (it fetches from it all the time), and the
+leader cut from its own replication port, which it never dials — their rules' packet counters decide.
+Two 100 ms latency toxics: on the leader's shared client path (the producer's and the member's traffic)
+and on its client path ``ext1``, which no client of this run uses — the cluster's packet meter on the
+proxies' ports decides. The first of each pair landed, the second did not, so the run, which lost
+nothing, is ``unknown`` (a fault had no observable effect), never ``pass``, with the two idle faults named
+in its reason; the heal events in the history carry every measure.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 
 from chaos.faults.network import ReplicationCut
 from chaos.faults.targets import FollowerOf, LeaderOf
+from chaos.faults.toxics import Latency
 from chaos.history import FaultEvent
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
 from chaos.workload import IDEMPOTENT
@@ -50,30 +53,40 @@ def test_a_fault_no_traffic_crossed_makes_the_run_inconclusive(
         leader = LeaderOf(topic, 0)
         used = run.fault(ReplicationCut, FollowerOf(topic, 0, 0), leader).inject()
         idle = run.fault(ReplicationCut, leader, leader).inject()
+        slow = run.fault(Latency, leader, 100, direction="both").inject()
+        unused = run.fault(Latency, leader, 100, paths=("ext1",), direction="both").inject()
         time.sleep(4.0)
-        used.heal()
-        idle.heal()
+        for fault in (used, idle, slow, unused):
+            fault.heal()
         producer.join()
         run.wait_caught_up(30)
         result = run.finish()
 
-    assert used.record is not None
-    assert used.record.effect is not None
-    assert idle.record is not None
-    assert idle.record.effect is not None
-    print(f"\nused: {used.record.effect}\nidle: {idle.record.effect}\n{result.summary()}")
-    assert used.record.effect.observed, used.record.effect.evidence
-    assert not idle.record.effect.observed, idle.record.effect.evidence
+    effect, seq = {}, {}
+    for name, fault in {"used": used, "idle": idle, "slow": slow, "unused": unused}.items():
+        assert fault.record is not None
+        assert fault.record.effect is not None, f"{name}: not measured: {fault.record.notes}"
+        effect[name], seq[name] = fault.record.effect, fault.record.seq
+        print(f"\n{name}: {fault.record.effect}")
+    print(result.summary())
+    assert effect["used"].observed, effect["used"].evidence
+    assert effect["slow"].observed, effect["slow"].evidence
+    assert not effect["idle"].observed, effect["idle"].evidence
+    assert not effect["unused"].observed, effect["unused"].evidence
     assert result.audit.verdict == "pass", result.audit.failed_by  # nothing was lost: only the proof failed
     assert result.verdict == "unknown"
     reasons = " ".join(result.evidence.reasons())
-    assert f"fault {idle.record.seq} (replication_cut on leader of {topic}-0)" in reasons, reasons
-    assert f"fault {used.record.seq} " not in reasons, reasons
+    assert f"fault {seq['idle']} (replication_cut on leader of {topic}-0)" in reasons, reasons
+    assert f"fault {seq['unused']} (latency on leader of {topic}-0)" in reasons, reasons
+    assert f"fault {seq['used']} " not in reasons, reasons
+    assert f"fault {seq['slow']} " not in reasons, reasons
     effects = {
         json.loads(e.params or "{}")["seq"]: json.loads(e.params or "{}").get("effect")
         for e in result.events
         if isinstance(e, FaultEvent) and e.action == "heal"
     }
-    assert effects[used.record.seq]["observed"] is True
-    assert effects[idle.record.seq]["observed"] is False
+    assert effects[seq["used"]]["observed"] is True
+    assert effects[seq["slow"]]["observed"] is True
+    assert effects[seq["idle"]]["observed"] is False
+    assert effects[seq["unused"]]["observed"] is False
     result.judge()  # the variant expects exactly this: unknown

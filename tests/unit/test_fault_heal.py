@@ -16,6 +16,7 @@ import pytest
 
 import chaos.cluster.engine
 import chaos.faults.network as network
+from chaos.cluster.toxiproxy import ProxySpec
 from chaos.errors import FaultError, ToxiproxyError
 from chaos.faults.base import Fault, FaultLog, FaultRecord
 from chaos.faults.heal import heal_all
@@ -34,6 +35,7 @@ class Netns:
         self.fail: dict[tuple[str, str], int] = {}  # (backend, option) -> how many next calls fail
         self.lying_delete = False  # -X answers 0 but keeps the chain
         self.packets = 7  # what each rule's counter shows (-L -v)
+        self.named_packets: dict[str, int] = {}  # per rule comment (the meter's proxy names), else packets
         self.commands: list[list[str]] = []
 
     @staticmethod
@@ -70,7 +72,7 @@ class Netns:
             if option == "-I":
                 spec = spec[1:]  # the position: always 1 here
             target = spec[spec.index("-j") + 1]
-            if target not in ("DROP", "ACCEPT") and target not in chains:
+            if target not in ("DROP", "ACCEPT", "RETURN") and target not in chains:
                 return 2, f"{binary}: Couldn't load target `{target}'"
             rule = self._normal(spec)
             chains[chain].insert(0, rule) if option == "-I" else chains[chain].append(rule)
@@ -87,7 +89,13 @@ class Netns:
         if option == "-L":  # -L CHAIN -v -x -n: the packets each rule matched
             assert spec == ["-v", "-x", "-n"], argv
             lines = [f"Chain {chain} (1 references)", "    pkts      bytes target     prot opt in out"]
-            lines += [f"{self.packets} {self.packets * 60} {rule[-1]} all -- * *" for rule in chains[chain]]
+            for rule in chains[chain]:
+                name = rule[rule.index("--comment") + 1] if "--comment" in rule else None
+                n = self.named_packets.get(name, self.packets) if name else self.packets
+                lines.append(
+                    f"{n} {n * 60} {rule[-1]} 6 -- * * 0.0.0.0/0 0.0.0.0/0"
+                    + (f" /* {name} */" if name else "")
+                )
             return 0, "\n".join(lines) + "\n"
         if option == "-X":
             if any(rule[-2:] == ["-j", chain] for rules in chains.values() for rule in rules):
@@ -228,6 +236,18 @@ class FakeCluster:
             FakeBroker(i, FakeContainer(f"chaos-cfake-kafka-{i}", Netns())) for i in range(1, brokers + 1)
         )
         engine.brokers.update({b.docker.id: b.docker for b in self.brokers})
+        self.toxiproxy_docker = FakeContainer("chaos-cfake-toxiproxy", Netns())
+        engine.brokers[self.toxiproxy_docker.id] = self.toxiproxy_docker  # the meter joins its namespace
+
+    def toxiproxy_container_id(self) -> str:
+        return self.toxiproxy_docker.id
+
+    def proxy_specs(self, broker: FakeBroker) -> list[ProxySpec]:
+        ports = {"ext": 9000, "int": 19000, "ctl": 19100}
+        return [
+            ProxySpec(broker.proxy(path), f"0.0.0.0:{base + broker.node_id}", f"{broker.name}:9092")
+            for path, base in ports.items()
+        ]
 
     def broker(self, node_id: int) -> FakeBroker:
         for broker in self.brokers:
@@ -242,6 +262,7 @@ class FakeCluster:
         if self.restart_fails:
             raise ToxiproxyError("the Toxiproxy container did not restart")
         self.restarts += 1
+        self.toxiproxy_docker.netns = Netns()  # a restarted container: a new namespace
         self.toxiproxy.wedged.clear()
         self.toxiproxy.reset()
 
@@ -629,10 +650,55 @@ def test_a_cut_that_need_not_land_says_so_in_its_effect(cluster: FakeCluster) ->
     assert (cut.record.effect.observed, cut.record.effect.required) == (False, False)
 
 
-def test_a_toxic_measures_nothing(cluster: FakeCluster) -> None:
+def test_a_toxic_lands_when_packets_crossed_its_proxies(cluster: FakeCluster, engine: FakeEngine) -> None:
+    toxiproxy = cluster.toxiproxy_docker.netns
+    toxiproxy.named_packets = {"ext-1": 100, "ext-2": 5}
+    toxic = _make(Latency, cluster, 1, ms=500).inject()
+    toxiproxy.named_packets = {"ext-1": 130, "ext-2": 900}  # ext-1: 30 more in each of its two rules
+    toxic.heal()
+    assert toxic.record.effect is not None
+    assert toxic.record.effect.observed
+    assert toxic.record.effect.evidence == "60 packets crossed its proxies while it held (ext-1: 60)"
+    meters = [c for c in engine.sidecars if c.name == "chaos-cfake-meter"]
+    assert len(meters) == 1  # one meter per cluster, in Toxiproxy's namespace
+    assert "-j CHAOS-METER" in " ".join(toxiproxy.rules())
+
+
+def test_a_toxic_on_a_proxy_nothing_used_did_nothing(cluster: FakeCluster) -> None:
+    cluster.toxiproxy_docker.netns.named_packets = {"ext-2": 5}
+    toxic = _make(Latency, cluster, 2, ms=500, direction="both").inject()
+    toxic.heal()
+    assert toxic.record.effect is not None
+    assert not toxic.record.effect.observed
+    assert "no packet crossed its proxies while it held (ext-2: 0)" in toxic.record.effect.evidence
+
+
+def test_no_effect_is_claimed_across_a_toxiproxy_restart(cluster: FakeCluster) -> None:
+    cluster.toxiproxy_docker.netns.named_packets = {"ext-1": 100}
+    wedged = _make(Latency, cluster, 1, ms=500).inject()
+    cluster.toxiproxy.wedged.add("ext-1")
+    wedged.heal()  # measured before the heal restarts Toxiproxy: landed or not, from the same meter
+    assert wedged.record.effect is not None
+    assert cluster.restarts == 1
+    cluster.toxiproxy_docker.netns.named_packets = {"ext-2": 3}
+    after = _make(Latency, cluster, 2, ms=500).inject()  # a new meter in the new namespace
+    after.heal()
+    assert after.record.effect is not None
+    assert not after.record.effect.observed
+
+
+def test_a_toxic_without_a_meter_says_why(cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_image(images: object = None) -> str:
+        raise FaultError("a network fault needs an image with iptables for its sidecar")
+
+    monkeypatch.setattr(network, "sidecar_image", no_image)
     toxic = _make(Latency, cluster, 1, ms=500).inject()
     toxic.heal()
-    assert toxic.record.effect is None  # not measured: no claim either way (docs/faults.md)
+    assert toxic.record.effect is None
+    assert any("no traffic meter: a network fault needs an image" in n for n in toxic.record.notes), (
+        toxic.record.notes
+    )
+    assert toxic.record.healed_at is not None
 
 
 def test_a_cut_lands_when_its_drop_rules_matched_packets(cluster: FakeCluster) -> None:
