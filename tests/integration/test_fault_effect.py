@@ -1,14 +1,16 @@
 """Issue 18, item 3 on the real cluster: a fault proves it landed, or the run is inconclusive.
 
-One producer writes to a one-partition topic for 12 s, a group member reads it. Four faults hold for
-4 s together, two of them ineffective on purpose. Two replication cuts (iptables DROP rules in a broker's
-namespace): a follower of the partition cut from its leader (it fetches from it all the time), and the
-leader cut from its own replication port, which it never dials — their rules' packet counters decide.
-Two 100 ms latency toxics: on the leader's shared client path (the producer's and the member's traffic)
-and on its client path ``ext1``, which no client of this run uses — the cluster's packet meter on the
-proxies' ports decides. The first of each pair landed, the second did not, so the run, which lost
-nothing, is ``unknown`` (a fault had no observable effect), never ``pass``, with the two idle faults named
-in its reason; the heal events in the history carry every measure.
+One producer writes to a one-partition topic for 12 s, a group member reads it. Three faults hold for
+4 s together, one of them ineffective on purpose. A replication cut (iptables DROP rules in the
+follower's namespace) of a follower of the partition from its leader, which it fetches from all the time:
+its rules' packet counters decide. Two 100 ms latency toxics: on the leader's shared client path (the
+producer's and the member's traffic) and on its client path ``ext1``, which no client of this run uses —
+the cluster's packet meter on the proxies' ports decides. The cut and the first toxic landed, the second
+toxic did not, so the run, which lost nothing, is ``unknown`` (a fault had no observable effect), never
+``pass``, with the idle toxic named in its reason; the heal events in the history carry every measure.
+(A cut of the leader from its own replication port is not reliably idle: on the shared cluster the
+leader sent it 2 packets once — transaction markers and other requests go through that listener — so the
+idle cut is covered by tests/unit/test_fault_heal.py, where the counters are the fake's.)
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ IDLE_CUT = Scenario(
     client=IDEMPOTENT,
     guarantee="at_least_once",
     expected_verdict="unknown",
-    variants=(Variant("idle", "a follower cut from its leader; the leader cut from itself"),),
+    variants=(Variant("idle", "a follower cut from its leader; toxics on a used and an unused path"),),
 )
 
 
@@ -52,18 +54,17 @@ def test_a_fault_no_traffic_crossed_makes_the_run_inconclusive(
         run.wait_for("the first acks", lambda ev: bool(views.outcomes(ev, "ok")), 30)
         leader = LeaderOf(topic, 0)
         used = run.fault(ReplicationCut, FollowerOf(topic, 0, 0), leader).inject()
-        idle = run.fault(ReplicationCut, leader, leader).inject()
         slow = run.fault(Latency, leader, 100, direction="both").inject()
         unused = run.fault(Latency, leader, 100, paths=("ext1",), direction="both").inject()
         time.sleep(4.0)
-        for fault in (used, idle, slow, unused):
+        for fault in (used, slow, unused):
             fault.heal()
         producer.join()
         run.wait_caught_up(30)
         result = run.finish()
 
     effect, seq = {}, {}
-    for name, fault in {"used": used, "idle": idle, "slow": slow, "unused": unused}.items():
+    for name, fault in {"used": used, "slow": slow, "unused": unused}.items():
         assert fault.record is not None
         assert fault.record.effect is not None, f"{name}: not measured: {fault.record.notes}"
         effect[name], seq[name] = fault.record.effect, fault.record.seq
@@ -71,12 +72,10 @@ def test_a_fault_no_traffic_crossed_makes_the_run_inconclusive(
     print(result.summary())
     assert effect["used"].observed, effect["used"].evidence
     assert effect["slow"].observed, effect["slow"].evidence
-    assert not effect["idle"].observed, effect["idle"].evidence
     assert not effect["unused"].observed, effect["unused"].evidence
     assert result.audit.verdict == "pass", result.audit.failed_by  # nothing was lost: only the proof failed
     assert result.verdict == "unknown"
     reasons = " ".join(result.evidence.reasons())
-    assert f"fault {seq['idle']} (replication_cut on leader of {topic}-0)" in reasons, reasons
     assert f"fault {seq['unused']} (latency on leader of {topic}-0)" in reasons, reasons
     assert f"fault {seq['used']} " not in reasons, reasons
     assert f"fault {seq['slow']} " not in reasons, reasons
@@ -87,6 +86,5 @@ def test_a_fault_no_traffic_crossed_makes_the_run_inconclusive(
     }
     assert effects[seq["used"]]["observed"] is True
     assert effects[seq["slow"]]["observed"] is True
-    assert effects[seq["idle"]]["observed"] is False
     assert effects[seq["unused"]]["observed"] is False
     result.judge()  # the variant expects exactly this: unknown
