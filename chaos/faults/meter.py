@@ -11,20 +11,26 @@ by a comment — that match and return, dropping nothing. A Toxiproxy restart gi
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 from chaos.errors import FaultError
-from chaos.faults.network import BACKENDS, Command, remove_sidecar, run_in, sidecar_usable, start_sidecar_in
+from chaos.faults.network import (
+    BACKENDS,
+    Command,
+    remove_sidecar,
+    rule_counters,
+    run_in,
+    sidecar_usable,
+    start_sidecar_in,
+)
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
 
 METER_ROLE: Final = "meter"
 METER_CHAIN: Final = "CHAOS-METER"
-_COMMENT = re.compile(r"/\* (\S+) \*/")
 
 
 class _Meter:
@@ -54,10 +60,12 @@ def proxy_packets(cluster: KafkaCluster) -> dict[str, int] | None:
                 _METERS[cluster] = f"no traffic meter: {why}"
                 return None
             _METERS[cluster] = meter
-        code, listing = run_in(meter.sidecar, [[meter.backend, "-w", "-L", METER_CHAIN, "-v", "-x", "-n"]])
-    if code != 0:
-        raise FaultError(f"reading the proxies' packet counters failed (exit {code}): {listing[-300:]}")
-    return _counted(listing)
+        rules = rule_counters(meter.sidecar, meter.backend, METER_CHAIN)
+    found: dict[str, int] = {}
+    for packets, _, proxy in rules:
+        if proxy is not None:
+            found[proxy] = found.get(proxy, 0) + packets
+    return found
 
 
 def meter_problem(cluster: KafkaCluster) -> str | None:
@@ -72,15 +80,6 @@ def forget_meter(cluster: KafkaCluster) -> None:
         meter = _METERS.pop(cluster, None)
     if isinstance(meter, _Meter):
         remove_sidecar(meter.sidecar)
-
-
-def _counted(listing: str) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for line in listing.splitlines():
-        words, named = line.split(), _COMMENT.search(line)
-        if named and words and words[0].isdigit():
-            found[named.group(1)] = found.get(named.group(1), 0) + int(words[0])
-    return found
 
 
 def _rules(cluster: KafkaCluster) -> list[Command]:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import shlex
 import uuid
 from dataclasses import dataclass
@@ -236,14 +237,22 @@ def _remove_chain(cluster: KafkaCluster, cut: _Cut, *, backend_may_be_broken: bo
     return None
 
 
-def _dropped_packets(listing: str) -> int:
-    """The packets the DROP rules of ``iptables -L CHAIN -v -x -n`` matched (its first column)."""
-    total = 0
+_COMMENT = re.compile(r"/\* (\S+) \*/")
+
+
+def rule_counters(sidecar: Any, backend: str, chain: str) -> list[tuple[int, str, str | None]]:
+    """Each rule of ``chain`` as (packets matched, target, its comment or None), from ``iptables -L CHAIN
+    -v -x -n`` in the sidecar's namespace; raises FaultError when the listing fails."""
+    code, listing = run_in(sidecar, [[backend, "-w", "-L", chain, "-v", "-x", "-n"]])
+    if code != 0:
+        raise FaultError(f"listing {chain} failed (exit {code}): {listing[-200:]}")
+    rules = []
     for line in listing.splitlines():
         words = line.split()
-        if len(words) > 2 and words[0].isdigit() and words[2] == "DROP":
-            total += int(words[0])
-    return total
+        if len(words) > 2 and words[0].isdigit():
+            named = _COMMENT.search(line)
+            rules.append((int(words[0]), words[2], named.group(1) if named else None))
+    return rules
 
 
 def remove_sidecar(sidecar: Any) -> None:
@@ -302,11 +311,9 @@ class IptablesFault(Fault):
         for cut in self._cuts:
             if not sidecar_usable(cut.sidecar):  # the broker stopped meanwhile: its counters went with it
                 return None
-            code, listing = run_in(cut.sidecar, [[cut.backend, "-w", "-L", cut.chain, "-v", "-x", "-n"]])
-            if code != 0:
-                self.note(f"effect not measured: listing {cut.chain} failed (exit {code}): {listing[-200:]}")
-                return None
-            dropped[cut.broker_id] = dropped.get(cut.broker_id, 0) + _dropped_packets(listing)
+            rules = rule_counters(cut.sidecar, cut.backend, cut.chain)
+            packets = sum(n for n, target, _ in rules if target == "DROP")
+            dropped[cut.broker_id] = dropped.get(cut.broker_id, 0) + packets
         if not dropped:
             return None
         detail = ", ".join(f"broker {b}: {n}" for b, n in sorted(dropped.items()))

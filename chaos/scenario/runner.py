@@ -371,8 +371,8 @@ class ScenarioRun(RunWorkers):
     def fault(self, kind: Callable[..., F], *args: Any, must_land: bool = True, **kwargs: Any) -> F:
         """Build a fault on this cluster that records into the run's history (not yet injected).
 
-        A fault that measures its effect (a toxic: bytes through its links) and saw none makes the run
-        inconclusive (``unknown``, the fault named in the reason), unless ``must_land=False``: one of
+        A fault that measures its effect (a cut or a toxic: packets, docs/faults.md) and saw none makes
+        the run inconclusive (``unknown``, the fault named in the reason), unless ``must_land=False``: one of
         several alike of which the case needs some to land (say so with a precondition of its own)."""
         fault = kind(self.cluster, *args, log=self.faults, **kwargs)
         fault.must_land = must_land
