@@ -37,7 +37,8 @@ Param = int | float | str | bool | tuple[str, ...] | tuple[int, ...]
 class Effect:
     """Whether the fault's target showed it during its window, measured by the fault itself just before
     its heal (a cut: packets its rules dropped; a toxic: packets through its proxies), and the figures
-    that say so. A fault that did nothing makes a scenario run inconclusive (:meth:`chaos.scenario.runner.ScenarioRun.finish`)."""
+    that say so. A fault that did nothing makes a scenario run inconclusive
+    (:meth:`chaos.scenario.runner.ScenarioRun.finish`)."""
 
     observed: bool
     evidence: str
