@@ -321,6 +321,11 @@ def scenarios_list() -> None:
     default=None,
     help="Which engine audits the run (default: $CHAOS_AUDIT_ENGINE, else spark).",
 )
+@click.option(
+    "--duration",
+    default=None,
+    help="How long a scenario without a fixed length runs (RANDOM: its fault plan): 60, 90s, 5m.",
+)
 def scenario_run(
     scenario_id: str,
     seed: int | None,
@@ -329,22 +334,56 @@ def scenario_run(
     kafka_version: str | None,
     group_protocol: str | None,
     audit_engine: str | None,
+    duration: str | None,
 ) -> None:
     """Run one catalog scenario (by id or catalog id, e.g. PB1) through pytest.
 
     Exit 0 passed, 1 a test failed, 2 bad input (pytest's usage error 4 included), 130 interrupted (Ctrl-C
     or SIGTERM), as every harness command. Artifacts go to $CHAOS_REPORT_DIR, else ./reports under the
     current directory."""
-    import shlex
-
-    import pytest
-
+    from chaos.run.durations import parse_duration
     from chaos.scenario import find, pytest_args
 
+    if duration is not None:
+        try:
+            parse_duration(duration)
+        except ChaosError as exc:
+            raise click.BadParameter(str(exc), param_hint="--duration") from None
     extra: tuple[str, ...] = ("--kafka-version", kafka_version) if kafka_version else ()
     extra += ("--chaos-group-protocol", group_protocol) if group_protocol else ()
     extra += ("--chaos-audit-engine", audit_engine) if audit_engine else ()
-    args = pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant, extra=extra)
+    extra += ("--chaos-duration", duration) if duration else ()
+    _run_pytest(pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant, extra=extra))
+
+
+@cli.command("replay")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--audit-engine",
+    type=click.Choice(["spark", "reference"]),
+    default=None,
+    help="Which engine audits the replay (default: $CHAOS_AUDIT_ENGINE, else spark).",
+)
+def replay(run_dir: str, audit_engine: str | None) -> None:
+    """Run a saved run's fault plan again: same scenario, variant, seed, time profile and Kafka version,
+    the faults of RUN_DIR/plan.resolved.json at the same times on the same brokers. A new run directory
+    records the replay; exit codes as `chaos run`."""
+    from chaos.scenario.replay import replay_of
+
+    again = replay_of(Path(run_dir))
+    console.print(
+        f"replaying {again.scenario.case_id} [{again.variant}], seed {again.seed}: "
+        f"{len(again.plan.steps)} faults over {again.plan.workload_s:.0f} s from {again.plan_file}",
+        highlight=False,
+    )
+    extra: tuple[str, ...] = ("--chaos-audit-engine", audit_engine) if audit_engine else ()
+    _run_pytest(again.pytest_args(extra))
+
+
+def _run_pytest(args: list[str]) -> None:
+    """Run pytest with ``args`` and exit with the harness's codes (see `chaos run`)."""
+    import pytest
+
     console.print(f"[dim]pytest {shlex.join(args)}[/dim]", highlight=False)
     status = int(pytest.main(args))
     if status == pytest.ExitCode.INTERRUPTED:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from chaos.cluster.config import ClusterConfig
     from chaos.cluster.images import ImageSet, Source
     from chaos.faults.nemesis import Nemesis
+    from chaos.faults.plan import Plan
     from chaos.run.locks import RunDirs
     from chaos.run.profiles import GroupProtocol
     from chaos.scenario import Scenario, ScenarioRun
@@ -105,6 +106,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=int,
         default=None,
         help="Seed of fault plans (default: $CHAOS_SEED, else a random one printed in the header).",
+    )
+    group.addoption(
+        "--chaos-duration",
+        default=None,
+        metavar="DURATION",
+        help="How long a scenario whose workload has no fixed length runs (the random nemesis, RN1): 60, "
+        "90s, 5m (default: the scenario's own, for the time profile).",
+    )
+    group.addoption(
+        "--chaos-plan",
+        default=None,
+        metavar="PLAN_FILE",
+        help="Replay this saved fault plan (a run's plan.resolved.json or plan.json) instead of drawing one "
+        "from the seed, in a scenario that runs a plan (chaos replay RUN_DIR sets it).",
     )
     _add_gate_options(group)
 
@@ -224,6 +239,8 @@ class _Options:
     cluster: ClusterConfig
     group_protocol: GroupProtocol
     audit_engine: Engine = "spark"
+    duration_s: float | None = None
+    plan: Plan | None = None
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -254,8 +271,10 @@ def _read_options(config: pytest.Config) -> _Options:
     from chaos import versions
     from chaos.cluster.config import ClusterConfig
     from chaos.cluster.images.catalog import ENV_SOURCE, Source
-    from chaos.errors import ConfigError
+    from chaos.errors import ConfigError, PlanError
+    from chaos.faults.plan import Plan
     from chaos.paths import reports_dir
+    from chaos.run.durations import parse_duration
     from chaos.run.profiles import GROUP_PROTOCOLS
 
     images_option = config.getoption("--chaos-images")
@@ -320,7 +339,19 @@ def _read_options(config: pytest.Config) -> _Options:
             _given("--chaos-audit-engine", engine_option, _ENV_AUDIT_ENGINE),
             f"expected one of {', '.join(_AUDIT_ENGINES)}",
         )
+    duration_option: str | None = config.getoption("--chaos-duration")
+    try:
+        duration_s = parse_duration(duration_option) if duration_option is not None else None
+    except ConfigError as exc:
+        raise _usage(f"--chaos-duration {duration_option}", str(exc)) from None
+    plan_option: str | None = config.getoption("--chaos-plan")
+    try:
+        plan = Plan.read(Path(plan_option).expanduser()) if plan_option else None
+    except PlanError as exc:
+        raise _usage(f"--chaos-plan {plan_option}", str(exc)) from None
     return _Options(
+        duration_s=duration_s,
+        plan=plan,
         images=images,
         report_dir=report_dir,
         seed=seed,
@@ -602,11 +633,14 @@ def scenario_run(
     chaos_seed: int,
 ) -> Callable[..., ScenarioRun]:
     """``scenario_run(SCENARIO, "vulnerable")`` -> an unopened ScenarioRun on the session's cluster, in this
-    test's run directory, with the session's seed, profile, audit engine and strictness.
+    test's run directory, with the session's seed, profile, audit engine, strictness, duration and plan
+    (``replay=`` a saved plan instead of ``--chaos-plan``'s).
     :func:`chaos.scenario.chaos_scenario` uses it; a hand-written scenario test may too."""
     from chaos.scenario import ScenarioRun
 
-    def make(scenario: Scenario, variant: str, engine: Engine | None = None) -> ScenarioRun:
+    def make(
+        scenario: Scenario, variant: str, engine: Engine | None = None, *, replay: Plan | None = None
+    ) -> ScenarioRun:
         return ScenarioRun(
             scenario,
             variant,
@@ -618,6 +652,8 @@ def scenario_run(
             engine=engine or pytestconfig.stash[_OPTIONS].audit_engine,
             strict_symptoms=pytestconfig.getoption("--chaos-strict-symptoms"),
             group_protocol=pytestconfig.stash[_OPTIONS].group_protocol,
+            duration_s=pytestconfig.stash[_OPTIONS].duration_s,
+            replay=replay or pytestconfig.stash[_OPTIONS].plan,
         )
 
     return make

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -16,12 +17,19 @@ if TYPE_CHECKING:
 
     from chaos.cluster.cluster import KafkaCluster
 
+_HEAL, _INJECT = 0, 1  # at one instant a heal goes first: the broker it frees may be the next one's target
+
 
 class Nemesis:
     """``start(plan)``, then ``stop()`` (or leave the ``with`` block): the cluster is healed either way.
 
-    Errors from a step are collected in ``errors`` (the run continues with the next step); the nemesis
-    never asserts anything.
+    Steps start at their ``at_s`` and heal after their ``duration_s``, several at once when the plan
+    overlaps them, in one thread (an inject or heal that takes seconds delays the next event; the history
+    records when each really happened). A step whose brokers, resolved when it is due, are already hit by
+    an active step is skipped (``skipped``): two faults on one broker (a crash under a network cut) could
+    not be healed in either order. ``resolved``: step index -> the brokers its fault hit (what
+    :meth:`~chaos.faults.plan.Plan.resolved` turns into a replayable plan). Errors from a step are
+    collected in ``errors`` (the run continues with the next step); the nemesis never asserts anything.
     """
 
     def __init__(self, cluster: KafkaCluster, log: FaultLog | None = None) -> None:
@@ -29,9 +37,11 @@ class Nemesis:
         self.log = log if log is not None else DEFAULT_LOG
         self.errors: list[str] = []
         self.done: list[Fault] = []
+        self.resolved: dict[int, tuple[int, ...]] = {}
+        self.skipped: list[int] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._current: Fault | None = None
+        self._active: dict[int, Fault] = {}
 
     def start(self, plan: Plan) -> Nemesis:
         if self._thread is not None:
@@ -42,31 +52,52 @@ class Nemesis:
 
     def _run(self, plan: Plan) -> None:
         began = time.monotonic()
+        due = [(step.at_s, _INJECT, index) for index, step in enumerate(plan.steps)]
+        heapq.heapify(due)
         try:
-            for step in plan.steps:
-                if self._stop.wait(max(0.0, began + step.at_s - time.monotonic())):
+            while due:
+                at, action, index = heapq.heappop(due)
+                if self._stop.wait(max(0.0, began + at - time.monotonic())):
                     return
-                try:
-                    fault = build_fault(self.cluster, step, self.log)
-                    self._current = fault
-                    fault.inject()
-                except Exception as exc:
-                    self.errors.append(f"{step.kind} at {step.at_s}s: inject: {exc}")
-                    continue
-                self._stop.wait(step.duration_s)
-                try:
-                    fault.heal()
-                except Exception as exc:
-                    self.errors.append(f"{step.kind} at {step.at_s}s: heal: {exc}")
-                self.done.append(fault)
-                self._current = None
+                step = plan.steps[index]
+                if action == _HEAL:
+                    self._heal(index, f"{step.kind} at {step.at_s}s")
+                elif self._inject(index, plan):
+                    heapq.heappush(due, (step.end_s, _HEAL, index))
         finally:
-            current = self._current
-            if current is not None:
-                try:
-                    current.heal()
-                except Exception as exc:
-                    self.errors.append(f"final heal of {current!r}: {exc}")
+            for index in sorted(self._active, reverse=True):
+                self._heal(index, "final heal")
+
+    def _inject(self, index: int, plan: Plan) -> bool:
+        step = plan.steps[index]
+        where = f"{step.kind} at {step.at_s}s"
+        try:
+            fault = build_fault(self.cluster, step, self.log)
+            hit = fault.resolve_brokers()
+            busy = {b for f in self._active.values() for b in f.brokers}
+            if busy & set(hit):
+                self.skipped.append(index)
+                self.errors.append(f"{where}: skipped, broker(s) {sorted(busy & set(hit))} already hit")
+                return False
+            fault.inject()
+        except Exception as exc:
+            self.errors.append(f"{where}: inject: {exc}")
+            return False
+        self._active[index] = fault
+        self.resolved[index] = fault.brokers
+        return True
+
+    def _heal(self, index: int, where: str) -> None:
+        fault = self._active.get(index)
+        if fault is None:
+            return
+        try:
+            fault.heal()
+        except Exception as exc:
+            self.errors.append(f"{where}: heal: {exc}")
+        else:
+            del self._active[index]
+            self.done.append(fault)
 
     def wait(self, timeout_s: float) -> bool:
         """Wait for the plan to finish; True when it did."""
@@ -76,7 +107,7 @@ class Nemesis:
         return not self._thread.is_alive()
 
     def stop(self, timeout_s: float = 120.0) -> None:
-        """Interrupt the plan, heal the current fault, then heal everything in the cluster."""
+        """Interrupt the plan, heal the current faults, then heal everything in the cluster."""
         self._stop.set()
         try:
             if self._thread is not None:

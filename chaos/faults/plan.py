@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
 
 from chaos.errors import PlanError
 from chaos.faults.base import Fault, FaultLog, Param
-from chaos.faults.network import IsolateFromQuorum, NetworkCut
+from chaos.faults.network import IsolateFromQuorum, NetworkCut, Partition, ReplicationCut
 from chaos.faults.operations import PreferredElection, ReassignReplicas, RemoveBroker
 from chaos.faults.process import Crash, Pause, Stop
 from chaos.faults.targets import (
     ActiveController,
+    CoordinatorOf,
     FollowerOf,
     LeaderOf,
     Target,
@@ -32,12 +34,23 @@ if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
 
 PLAN_FORMAT = 1
+PLAN_FILE: Final = "plan.json"
+"""The plan a run's nemesis was given, as :meth:`Plan.to_json` wrote it (byte-identical for a seed)."""
+RESOLVED_PLAN_FILE: Final = "plan.resolved.json"
+"""The same plan with each broker fault's target as the nemesis resolved it (a broker id): what
+``chaos replay`` runs, so the replay hits the brokers the original run hit."""
+RUN_TOPIC: Final = "{topic}"
+RUN_GROUP: Final = "{group}"
+"""Placeholders for the run's topic and group in a generated plan: a plan names no run, so one seed gives
+the same bytes in every run; :meth:`Plan.bind` puts a run's names in before its nemesis starts."""
 KINDS: tuple[str, ...] = (
     "crash",
     "stop",
     "pause",
     "network_cut",
+    "partition",
     "isolate_from_quorum",
+    "replication_cut",
     "refuse",
     "latency",
     "bandwidth",
@@ -48,9 +61,12 @@ KINDS: tuple[str, ...] = (
     "preferred_election",
     "reassign_replicas",
 )
-TOPIC_KINDS: tuple[str, ...] = ("preferred_election", "reassign_replicas")
-"""Operations on the plan's topic (target: the leader of one of its partitions, which names the partition):
+TOPIC_KINDS: tuple[str, ...] = ("preferred_election", "reassign_replicas", "replication_cut")
+"""Faults on a partition of the plan's topic (target: its leader or a follower, which names the partition):
 drawn only when :func:`generate_plan` is given a topic."""
+CLUSTER_KINDS: tuple[str, ...] = ("partition",)
+"""Faults on every broker at once (each broker its own side): never concurrent with another fault."""
+TOXIC_KINDS: tuple[str, ...] = ("refuse", "latency", "bandwidth", "reset_peer", "slicer", "limit_data")
 _PATH_CHOICES: tuple[tuple[str, ...], ...] = (("ext",), ("int",), ("ctl",), ("ext", "int", "ctl"))
 
 
@@ -71,6 +87,10 @@ class FaultStep:
             raise PlanError(
                 f"step {self.kind} needs at_s >= 0 and duration_s > 0 (got {self.at_s}, {self.duration_s})"
             )
+
+    @property
+    def end_s(self) -> float:
+        return self.at_s + self.duration_s
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -103,11 +123,13 @@ class FaultStep:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a nemesis does: ``steps`` one after another on a cluster of ``brokers``, drawn from ``seed``."""
+    """What a nemesis does: ``steps`` (in start order, possibly overlapping) on a cluster of ``brokers``,
+    drawn from ``seed``, over a workload of ``length_s`` seconds (0: until the last step ends)."""
 
     seed: int
     brokers: int
     steps: tuple[FaultStep, ...] = field(default=())
+    length_s: float = 0.0
 
     def to_data(self) -> dict[str, Any]:
         """The plan as JSON-able data (what :meth:`to_json` writes; ``scenario.json``'s ``plan``)."""
@@ -115,6 +137,7 @@ class Plan:
             "format": PLAN_FORMAT,
             "seed": self.seed,
             "brokers": self.brokers,
+            "length_s": self.length_s,
             "steps": [s.to_data() for s in self.steps],
         }
 
@@ -127,61 +150,184 @@ class Plan:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise PlanError(f"a plan must be JSON written by Plan.to_json(): {exc}") from exc
-        if data.get("format") != PLAN_FORMAT:
-            raise PlanError(
-                f"plan format {data.get('format')!r} is not {PLAN_FORMAT}; regenerate it from its seed"
+        if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT:
+            found = data.get("format") if isinstance(data, dict) else data
+            raise PlanError(f"plan format {found!r} is not {PLAN_FORMAT}; regenerate it from its seed")
+        try:
+            return cls(
+                int(data["seed"]),
+                int(data["brokers"]),
+                tuple(FaultStep.from_data(s) for s in data["steps"]),
+                float(data.get("length_s", 0.0)),
             )
-        return cls(
-            int(data["seed"]), int(data["brokers"]), tuple(FaultStep.from_data(s) for s in data["steps"])
-        )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PlanError(
+                f"a plan needs seed, brokers and steps: {exc!r}; regenerate it from its seed"
+            ) from exc
+
+    @classmethod
+    def read(cls, path: Path) -> Plan:
+        """The plan in ``path`` (``plan.json`` or ``plan.resolved.json`` of a run directory)."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PlanError(f"cannot read the plan {path}: {exc.strerror or exc}") from None
+        try:
+            return cls.from_json(text)
+        except PlanError as exc:
+            raise PlanError(f"{path}: {exc}") from None
 
     @property
     def duration_s(self) -> float:
-        return max((s.at_s + s.duration_s for s in self.steps), default=0.0)
+        """Until the last step heals."""
+        return max((s.end_s for s in self.steps), default=0.0)
+
+    @property
+    def workload_s(self) -> float:
+        """How long the workload under the plan runs: ``length_s``, at least until the last heal."""
+        return max(self.length_s, self.duration_s)
+
+    @property
+    def max_concurrent(self) -> int:
+        """The most steps active at one time."""
+        edges = sorted([(s.at_s, 1) for s in self.steps] + [(s.end_s, -1) for s in self.steps])
+        most = now = 0
+        for _, change in edges:
+            now += change
+            most = max(most, now)
+        return most
+
+    def bind(self, topic: str, group: str) -> Plan:
+        """The plan with :data:`RUN_TOPIC` / :data:`RUN_GROUP` replaced by a run's topic and group."""
+        steps = tuple(replace(s, target=_bind(s.target, topic, group)) for s in self.steps)
+        return replace(self, steps=steps)
+
+    def resolved(self, brokers: Mapping[int, tuple[int, ...]]) -> Plan:
+        """What a nemesis really did: the steps in ``brokers`` (step index -> the brokers its fault hit; a
+        step skipped or failed is not there), each that hit one broker aimed at that broker's id. Steps on
+        a partition (:data:`TOPIC_KINDS`) or on every broker keep their role: a replay's topic is new, and
+        so is its partitions' leaders."""
+        steps = []
+        for index, step in enumerate(self.steps):
+            hit = brokers.get(index)
+            if hit is None:
+                continue
+            if len(hit) == 1 and step.kind not in TOPIC_KINDS + CLUSTER_KINDS:
+                step = replace(step, target=hit[0])
+            steps.append(step)
+        return replace(self, steps=tuple(steps))
+
+
+def _bind(target: Target, topic: str, group: str) -> Target:
+    if isinstance(target, LeaderOf | FollowerOf) and target.topic == RUN_TOPIC:
+        return replace(target, topic=topic)
+    if isinstance(target, CoordinatorOf) and target.group == RUN_GROUP:
+        return CoordinatorOf(group)
+    return target
 
 
 def _ms(value: float) -> float:
     return round(value, 3)
 
 
-def _draw_target(rng: random.Random, brokers: int, topic: str | None) -> Target:
-    roles = ["broker", "controller"] + (["leader", "follower"] if topic else [])
-    role = rng.choice(roles)
-    if role == "broker":
-        return rng.randint(1, brokers)
-    if role == "controller":
-        return ActiveController()
-    assert topic is not None
-    if role == "leader":
-        return LeaderOf(topic, 0)
-    return FollowerOf(topic, 0, rng.randint(0, 1))
+@dataclass(frozen=True)
+class _Draw:
+    """What :func:`generate_plan` draws targets from: the cluster's size and the run's names."""
+
+    brokers: int
+    topic: str | None
+    group: str | None
+    partitions: int
+
+    def partition(self, rng: random.Random) -> int:
+        return rng.randrange(self.partitions)
+
+    def target(self, rng: random.Random) -> Target:
+        """A broker by role: any broker, the controller, a partition's leader or follower, the coordinator."""
+        roles = ["broker", "controller"] + (["leader", "follower"] if self.topic else [])
+        roles += ["coordinator"] if self.group else []
+        role = rng.choice(roles)
+        if role == "broker":
+            return rng.randint(1, self.brokers)
+        if role == "controller":
+            return ActiveController()
+        if role == "coordinator":
+            assert self.group is not None
+            return CoordinatorOf(self.group)
+        assert self.topic is not None
+        if role == "leader":
+            return LeaderOf(self.topic, self.partition(rng))
+        return FollowerOf(self.topic, self.partition(rng), rng.randint(0, 1))
+
+    def proxy_target(self, rng: random.Random, paths: tuple[str, ...]) -> Target:
+        """A broker whose proxies on ``paths`` carry traffic, so the toxic can land: the controller's
+        quorum path, a partition's leader (clients and followers fetch from it), the group's coordinator."""
+        if paths == ("ctl",):
+            return ActiveController()
+        if self.topic is None:
+            return rng.randint(1, self.brokers)
+        if paths == ("ext",) and self.group and rng.random() < 0.25:
+            return CoordinatorOf(self.group)
+        return LeaderOf(self.topic, self.partition(rng))
 
 
-def _draw_params(rng: random.Random, kind: str, brokers: int) -> dict[str, Param]:
+def _draw_step(rng: random.Random, kind: str, draw: _Draw) -> tuple[Target, dict[str, Param]]:
+    """The target and parameters of one step of ``kind``."""
+    if kind in ("preferred_election", "reassign_replicas"):
+        assert draw.topic is not None
+        target: Target = LeaderOf(draw.topic, draw.partition(rng))
+        if (
+            kind == "reassign_replicas"
+        ):  # a new replica set (on 3 brokers a new order: a new preferred leader)
+            count = min(3, draw.brokers)
+            return target, {"replicas": tuple(rng.sample(range(1, draw.brokers + 1), count))}
+        return target, {}
+    if kind == "replication_cut":
+        assert draw.topic is not None
+        return FollowerOf(draw.topic, draw.partition(rng), rng.randint(0, 1)), {}
+    if kind == "partition":
+        return ActiveController(), {}
+    if kind not in TOXIC_KINDS:
+        return draw.target(rng), {}
+    paths = rng.choice(_PATH_CHOICES)
+    params: dict[str, Param] = {"paths": paths}
+    if kind != "refuse":
+        params["direction"] = rng.choice(("upstream", "downstream", "both"))
     if kind == "latency":
         ms = rng.randint(100, 2000)
-        return {"ms": ms, "jitter_ms": rng.randint(0, ms // 4), **_draw_route(rng)}
-    if kind == "bandwidth":
-        return {"rate_kb_s": rng.randint(10, 1000), **_draw_route(rng)}
-    if kind == "reset_peer":
-        return {"timeout_ms": rng.randint(0, 2000), **_draw_route(rng)}
-    if kind == "slicer":
-        return {
-            "average_size": rng.randint(16, 256),
-            "size_variation": rng.randint(0, 16),
-            **_draw_route(rng),
-        }
-    if kind == "limit_data":
-        return {"bytes_": rng.randint(1_000, 100_000), **_draw_route(rng)}
-    if kind == "refuse":
-        return {"paths": rng.choice(_PATH_CHOICES)}
-    if kind == "reassign_replicas":  # a new replica set (on 3 brokers a new order: a new preferred leader)
-        return {"replicas": tuple(rng.sample(range(1, brokers + 1), min(3, brokers)))}
-    return {}
+        params |= {"ms": ms, "jitter_ms": rng.randint(0, ms // 4)}
+    elif kind == "bandwidth":
+        params["rate_kb_s"] = rng.randint(10, 1000)
+    elif kind == "reset_peer":
+        params["timeout_ms"] = rng.randint(0, 2000)
+    elif kind == "slicer":
+        params |= {"average_size": rng.randint(16, 256), "size_variation": rng.randint(0, 16)}
+    elif kind == "limit_data":
+        params["bytes_"] = rng.randint(1_000, 100_000)
+    return draw.proxy_target(rng, paths), params
 
 
-def _draw_route(rng: random.Random) -> dict[str, Param]:
-    return {"paths": rng.choice(_PATH_CHOICES), "direction": rng.choice(("upstream", "downstream", "both"))}
+class _Rotation:
+    """Which kinds may start at a time: with ``rotate_s``, a new subset of one to three kinds every
+    ``rotate_s`` seconds, none at all (a quiet period) with probability ``quiet`` — Jepsen's rotating
+    nemesis; without, every kind always."""
+
+    def __init__(self, kinds: list[str], rotate_s: float | None, quiet: float) -> None:
+        self.kinds = kinds
+        self.rotate_s = rotate_s
+        self.quiet = quiet
+        self._subsets: dict[int, list[str]] = {}
+
+    def at(self, rng: random.Random, now: float) -> tuple[list[str], float]:
+        """The kinds allowed at ``now`` and when that choice ends."""
+        if self.rotate_s is None:
+            return self.kinds, float("inf")
+        period = int(now // self.rotate_s)
+        if period not in self._subsets:
+            quiet = rng.random() < self.quiet
+            size = rng.randint(1, min(3, len(self.kinds)))
+            self._subsets[period] = [] if quiet else rng.sample(self.kinds, size)
+        return self._subsets[period], (period + 1) * self.rotate_s
 
 
 def generate_plan(
@@ -193,8 +339,20 @@ def generate_plan(
     min_fault_s: float = 2.0,
     max_fault_s: float = 10.0,
     max_gap_s: float = 5.0,
+    *,
+    group: str | None = None,
+    partitions: int = 1,
+    concurrency: int = 1,
+    rotate_s: float | None = None,
+    quiet: float = 0.0,
 ) -> Plan:
-    """Faults one after another (never overlapping) until ``duration_s``, all drawn from ``seed``."""
+    """Faults until ``duration_s``, all drawn from ``seed``: the same arguments give the same plan.
+
+    ``topic`` / ``group`` (e.g. :data:`RUN_TOPIC`, :data:`RUN_GROUP`) let targets be a partition's leader
+    or follower (of ``partitions``) and the group's coordinator, and allow the :data:`TOPIC_KINDS`.
+    ``concurrency``: at most this many faults at once (1: one after another, a gap between);
+    :data:`CLUSTER_KINDS` always run alone. ``rotate_s`` / ``quiet``: see :class:`_Rotation`.
+    """
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
         raise PlanError(f"kinds {unknown or kinds!r} not in {', '.join(KINDS)}")
@@ -203,23 +361,44 @@ def generate_plan(
         raise PlanError(f"kinds {kinds!r} are operations on a topic: give generate_plan a topic")
     if not 0 < min_fault_s <= max_fault_s:
         raise PlanError(f"need 0 < min_fault_s <= max_fault_s (got {min_fault_s}, {max_fault_s})")
+    if concurrency < 1 or partitions < 1 or brokers < 1:
+        raise PlanError(
+            f"concurrency, partitions and brokers must be >= 1 (got {concurrency}, {partitions}, {brokers})"
+        )
+    if (rotate_s is not None and rotate_s <= 0) or not 0 <= quiet < 1:
+        raise PlanError(f"need rotate_s > 0 (or None) and 0 <= quiet < 1 (got {rotate_s}, {quiet})")
     rng = random.Random(seed)
+    draw = _Draw(brokers, topic, group, partitions)
+    rotation = _Rotation(drawable, rotate_s, quiet)
     steps: list[FaultStep] = []
+    active: list[tuple[float, bool]] = []  # (end, whole cluster) of the steps placed so far
     now = _ms(rng.uniform(0, max_gap_s))
     for _ in range(10_000):  # bounded; duration_s ends it long before
+        active = [a for a in active if a[0] > now]
+        if len(active) >= concurrency or any(whole for _, whole in active):
+            now = _ms(min(end for end, _ in active) + 0.5)  # wait for a slot
+            continue
+        allowed, until = rotation.at(rng, now)
+        if not allowed:  # a quiet period
+            now = _ms(until)
+            if now >= duration_s:
+                break
+            continue
         length = _ms(rng.uniform(min_fault_s, max_fault_s))
+        kind = rng.choice(allowed)
+        if active and kind in CLUSTER_KINDS:  # alone: draw again once the others healed
+            now = _ms(max(end for end, _ in active) + 0.5)
+            continue
         if now + length > duration_s:
             break
-        kind = rng.choice(drawable)
-        if kind in TOPIC_KINDS:
-            assert topic is not None
-            target: Target = LeaderOf(topic, 0)
+        target, params = _draw_step(rng, kind, draw)
+        steps.append(FaultStep(now, length, kind, target, tuple(sorted(params.items()))))
+        active.append((now + length, kind in CLUSTER_KINDS))
+        if concurrency > 1 and rng.random() < 0.5:  # the next one starts while this one holds
+            now = _ms(now + rng.uniform(0.5, length))
         else:
-            target = _draw_target(rng, brokers, topic)
-        params = tuple(sorted(_draw_params(rng, kind, brokers).items()))
-        steps.append(FaultStep(now, length, kind, target, params))
-        now = _ms(now + length + rng.uniform(0.5, max_gap_s))
-    return Plan(seed, brokers, tuple(steps))
+            now = _ms(now + length + rng.uniform(0.5, max_gap_s))
+    return Plan(seed, brokers, tuple(steps), _ms(float(duration_s)))
 
 
 _BUILDERS: dict[str, Callable[..., Fault]] = {
@@ -255,8 +434,23 @@ def _reassign_replicas(cluster: KafkaCluster, target: Target, **options: Any) ->
     return ReassignReplicas(cluster, on.topic, on.partition, **options)
 
 
+def _replication_cut(cluster: KafkaCluster, target: Target, **options: Any) -> Fault:
+    if not isinstance(target, FollowerOf):
+        raise PlanError(f"a replication_cut step targets a follower of a partition, not {target!r}")
+    return ReplicationCut(cluster, target, LeaderOf(target.topic, target.partition), **options)
+
+
+def _partition(cluster: KafkaCluster, target: Target, **options: Any) -> Fault:
+    """Every broker its own side (the step's target is only its label): no quorum, no replication."""
+    ids = [b.node_id for b in cluster.brokers] or list(range(1, cluster.config.brokers + 1))
+    sides: list[list[Target]] = [[broker] for broker in ids]
+    return Partition(cluster, sides, **options)
+
+
 _BUILDERS["preferred_election"] = _preferred_election
 _BUILDERS["reassign_replicas"] = _reassign_replicas
+_BUILDERS["replication_cut"] = _replication_cut
+_BUILDERS["partition"] = _partition
 
 
 def build_fault(cluster: KafkaCluster, step: FaultStep, log: FaultLog | None = None) -> Fault:

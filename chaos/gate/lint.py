@@ -240,7 +240,7 @@ RULES: Final[tuple[Rule, ...]] = (
             "the new leader reuses their offsets (L2: 61-88 acknowledged writes lost, as many "
             "inconsistent_offsets). min.insync.replicas does not apply to acks=1"
         ),
-        cases=("L2",),
+        cases=("L2", "RN1"),
         fix="acks=all (librdkafka's default) with min.insync.replicas=2",
     ),
     Rule(
@@ -256,7 +256,7 @@ RULES: Final[tuple[Rule, ...]] = (
             "old ISR had is truncated and its offsets reused (ISR2/L4: 217-309 acknowledged writes lost per "
             "run); with acks=1 or min.insync.replicas=1 a single crash after a follower lags is enough"
         ),
-        cases=("ISR2", "L4"),
+        cases=("ISR2", "L4", "RN1"),
         fix="unclean.leader.election.enable=false (Kafka's default since 0.11)",
     ),
     Rule(

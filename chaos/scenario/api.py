@@ -71,8 +71,13 @@ def chaos_scenario(scenario: Scenario) -> Callable[[Body], TestFunction]:
             if not isinstance(variant, str):  # a gate run: the team's configuration (chaos.scenario.gaterun)
                 variant.run(factory, body, kwargs)
                 return
-            run: ScenarioRun
-            with factory(scenario, variant) as run:
+            run: ScenarioRun = factory(scenario, variant)
+            short = run.too_short()
+            if short:
+                import pytest
+
+                pytest.skip(short)
+            with run:
                 body(run, **kwargs)
                 result = run.result or run.finish()
             result.judge()

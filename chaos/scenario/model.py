@@ -84,6 +84,9 @@ class Variant:
     :param topic_config: topic-level settings (``min.insync.replicas``, ``unclean.leader.election.enable``).
     :param client: a :class:`~chaos.workload.ClientProfile` whose name, producer and consumer settings the
         variant starts from (``producer_config`` / ``consumer_config`` are laid over them).
+    :param min_duration_s: a variant that needs a workload at least this long (``--chaos-duration``, or
+        the replayed plan's) to reach its verdict — the random nemesis finds the weak configuration's loss
+        in minutes: shorter, or with no duration given, the test is skipped before its run opens.
 
     ``guarantee``, ``expected_verdict``, ``client_profile``, ``client`` and the config mappings may be left
     ``None``: the :class:`Scenario` fills them from its own defaults when it is built. A variant used on its
@@ -101,6 +104,7 @@ class Variant:
     expected_symptoms: tuple[ExpectedSymptom, ...] = ()
     client_guarantee: str | None = None
     client: ClientProfile | None = None
+    min_duration_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _VARIANT.fullmatch(self.name):
@@ -110,6 +114,10 @@ class Variant:
         if not isinstance(self.description, str) or not self.description.strip():
             raise ScenarioDefinitionError(f"Variant {self.name}: description must be a non-empty str")
         _choices(f"Variant {self.name}", self)
+        if not isinstance(self.min_duration_s, int | float) or self.min_duration_s < 0:
+            raise ScenarioDefinitionError(
+                f"Variant {self.name}: min_duration_s must be >= 0 seconds; got {self.min_duration_s!r}"
+            )
         for name in ("producer_config", "consumer_config", "topic_config"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _frozen(f"Variant {self.name}", name, getattr(self, name)))

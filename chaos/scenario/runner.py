@@ -33,9 +33,10 @@ from chaos.cluster.introspect import GROUP_SESSION_CONFIG
 from chaos.faults.base import Fault, FaultLog, FaultRecord
 from chaos.faults.heal import heal_faults, not_healed
 from chaos.faults.nemesis import Nemesis
-from chaos.faults.plan import Plan, generate_plan
+from chaos.faults.plan import PLAN_FILE, RESOLVED_PLAN_FILE, RUN_GROUP, RUN_TOPIC, Plan, generate_plan
 from chaos.history import ClientLog, Event, Recorder
 from chaos.run.events import Isolation
+from chaos.run.files import write_atomic
 from chaos.run.manifest import ScenarioInfo, TopicInfo, write_scenario
 from chaos.scenario import waits
 from chaos.scenario.bridge import fault_event
@@ -81,6 +82,9 @@ class ScenarioRun(RunWorkers):
     records the error in ``scenario.json`` — so a crashed run still leaves a readable run directory.
     ``group_protocol``: the members' consumer-group protocol unless the variant sets ``group.protocol``
     (:meth:`~chaos.run.profiles.ClientProfile.with_group_protocol`; the plugin's ``--chaos-group-protocol``).
+    ``duration_s``: how long a scenario with a workload of no fixed length runs (the plugin's
+    ``--chaos-duration``; None: the scenario's own default). ``replay``: a saved plan that :meth:`plan`
+    returns instead of drawing one (the plugin's ``--chaos-plan``, ``chaos replay``).
     """
 
     def __init__(
@@ -97,6 +101,8 @@ class ScenarioRun(RunWorkers):
         spark_master: str = SCENARIO_MASTER,
         strict_symptoms: bool | None = None,
         group_protocol: GroupProtocol = "classic",
+        duration_s: float | None = None,
+        replay: Plan | None = None,
     ) -> None:
         super().__init__()
         self.scenario = scenario
@@ -126,9 +132,28 @@ class ScenarioRun(RunWorkers):
         self._events: list[Event] = []
         self._lock = threading.Lock()
         self._nemesis: Nemesis | None = None
+        self._plan: Plan | None = None
+        self.duration_s = duration_s
+        self.replay = replay
         self._finished = False
         self.result: ScenarioResult | None = None
         self.started = 0.0
+
+    @property
+    def length_s(self) -> float | None:
+        """How long the run's workload is asked to run: the replayed plan's, else ``duration_s``."""
+        return self.replay.workload_s if self.replay is not None else self.duration_s
+
+    def too_short(self) -> str | None:
+        """Why the run would be too short for its variant (``Variant.min_duration_s``), else None."""
+        need = self.variant.min_duration_s
+        if not need or (self.length_s or 0.0) >= need:
+            return None
+        given = f"{self.length_s:.0f} s" if self.length_s else "no --chaos-duration"
+        return (
+            f"{self.scenario.case_id} {self.variant.name} needs a workload of at least {need:.0f} s to reach "
+            f"its verdict ({given}): pass --chaos-duration {max(need, 600.0) / 60:.0f}m"
+        )
 
     @cached_property
     def context(self) -> RunContext:
@@ -259,6 +284,10 @@ class ScenarioRun(RunWorkers):
             except Exception as exc:
                 errors.append(f"nemesis heal: {exc!r}")
             errors += nemesis.errors
+            if self._plan is not None:
+                resolved = self._plan.resolved(nemesis.resolved)
+                with contextlib.suppress(OSError):
+                    write_atomic(self.dir / RESOLVED_PLAN_FILE, resolved.to_json())
         errors += self.stop_workers(interrupted=interrupted)
         _, stuck = heal_faults(self.faults.active(), interrupted=interrupted)
         errors += [f"{f!r}: {f.record.error if f.record else '?'}" for f in stuck]
@@ -379,17 +408,25 @@ class ScenarioRun(RunWorkers):
         return fault
 
     def plan(self, **options: Any) -> Plan:
-        """A fault plan drawn from the run's seed for its cluster and topic
-        (:func:`chaos.faults.plan.generate_plan`'s ``duration_s``, ``kinds``… as ``options``)."""
+        """A fault plan drawn from the run's seed for its cluster (:func:`chaos.faults.plan.generate_plan`'s
+        ``duration_s``, ``kinds``, ``concurrency``… as ``options``); its targets name the run's topic and
+        group as :data:`~chaos.faults.plan.RUN_TOPIC` / :data:`~chaos.faults.plan.RUN_GROUP`, so a seed
+        gives the same plan in every run (:meth:`nemesis` binds them). A replayed run (``replay``) gets
+        the saved plan instead, whatever the options."""
+        if self.replay is not None:
+            return self.replay
         if self.seed is None:
             raise ScenarioError("plan(): the run has no seed; open it with seed= (the plugin's --chaos-seed)")
         options.setdefault("brokers", len(self.cluster.brokers) or self.cluster.config.brokers)
-        options.setdefault("topic", self.topic)
+        options.setdefault("topic", RUN_TOPIC)
+        options.setdefault("group", RUN_GROUP)
         return generate_plan(self.seed, **options)
 
     def nemesis(self, plan: Plan) -> Nemesis:
-        """Run ``plan`` from now on the run's cluster, its faults in the run's history like :meth:`fault`'s;
-        the plan is saved in ``scenario.json``. The run stops the nemesis and heals when it ends."""
+        """Run ``plan`` from now on the run's cluster, its faults in the run's history like :meth:`fault`'s.
+        The plan is saved as ``plan.json`` (and in ``scenario.json``); when the run ends, the plan with the
+        brokers its faults hit as ``plan.resolved.json`` (what ``chaos replay`` runs). The run stops the
+        nemesis and heals when it ends."""
         if self._nemesis is not None:
             raise ScenarioError("the run's nemesis is already running a plan; one plan per run")
         if self.cluster.brokers and plan.brokers > len(self.cluster.brokers):
@@ -397,9 +434,14 @@ class ScenarioRun(RunWorkers):
                 f"the plan is for {plan.brokers} brokers, the cluster has {len(self.cluster.brokers)}: "
                 "generate it with run.plan() or brokers=len(run.cluster.brokers)"
             )
+        self._plan = plan
+        write_atomic(self.dir / PLAN_FILE, plan.to_json())
         self._update(plan=plan.to_data())
-        self.note(f"nemesis: plan of seed {plan.seed}, {len(plan.steps)} faults over {plan.duration_s:.0f} s")
-        self._nemesis = Nemesis(self.cluster, self.faults).start(plan)
+        self.note(
+            f"nemesis: plan of seed {plan.seed}, {len(plan.steps)} faults over {plan.duration_s:.0f} s "
+            f"(at most {plan.max_concurrent} at once)"
+        )
+        self._nemesis = Nemesis(self.cluster, self.faults).start(plan.bind(self.topic, self.group))
         return self._nemesis
 
     def end_offsets(

@@ -17,6 +17,7 @@ import pytest
 
 if TYPE_CHECKING:
     from chaos.audit.run import Engine
+    from chaos.faults.plan import Plan
     from chaos.scenario import Scenario, ScenarioRun
 
 INTEGRATION_ENGINE: Engine = "reference"
@@ -26,7 +27,9 @@ INTEGRATION_ENGINE: Engine = "reference"
 def scenario_run(scenario_run: Callable[..., ScenarioRun]) -> Callable[..., ScenarioRun]:
     """The plugin's factory, with the reference engine unless a test names one."""
 
-    def make(scenario: Scenario, variant: str, engine: Engine = INTEGRATION_ENGINE) -> ScenarioRun:
-        return scenario_run(scenario, variant, engine)
+    def make(
+        scenario: Scenario, variant: str, engine: Engine = INTEGRATION_ENGINE, *, replay: Plan | None = None
+    ) -> ScenarioRun:
+        return scenario_run(scenario, variant, engine, replay=replay)
 
     return make

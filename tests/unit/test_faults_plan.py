@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from chaos.errors import PlanError
-from chaos.faults.plan import KINDS, FaultStep, Plan, generate_plan
+from chaos.faults.plan import (
+    CLUSTER_KINDS,
+    KINDS,
+    RUN_GROUP,
+    RUN_TOPIC,
+    TOPIC_KINDS,
+    FaultStep,
+    Plan,
+    generate_plan,
+)
 from chaos.faults.targets import ActiveController, CoordinatorOf, FollowerOf, LeaderOf
 
 
@@ -37,7 +48,7 @@ def test_steps_never_overlap_and_fit_the_duration() -> None:
 
 def test_json_has_sorted_keys_and_no_spaces() -> None:
     text = generate_plan(5, duration_s=60).to_json()
-    assert text.startswith('{"brokers":3,"format":1,"seed":5,"steps":[')
+    assert text.startswith('{"brokers":3,"format":1,"length_s":60.0,"seed":5,"steps":[')
     assert ": " not in text
 
 
@@ -64,11 +75,12 @@ def test_topic_operations_are_drawn_only_with_a_topic_and_build_on_its_partition
     from chaos.cluster.cluster import KafkaCluster
     from chaos.cluster.images import ImageSet
     from chaos.faults.operations import PreferredElection, ReassignReplicas
-    from chaos.faults.plan import TOPIC_KINDS, build_fault
+    from chaos.faults.plan import build_fault
 
     assert not {s.kind for s in generate_plan(3, duration_s=3000).steps} & set(TOPIC_KINDS)
-    plan = generate_plan(3, duration_s=600, topic="orders", kinds=TOPIC_KINDS)
-    assert {s.kind for s in plan.steps} == set(TOPIC_KINDS)
+    kinds = ("preferred_election", "reassign_replicas")
+    plan = generate_plan(3, duration_s=600, topic="orders", kinds=kinds)
+    assert {s.kind for s in plan.steps} == set(kinds)
     assert Plan.from_json(plan.to_json()) == plan
     cluster = KafkaCluster(ImageSet("kafka:x", "toxiproxy:x", "reaper:x", ()))
     cluster.brokers = tuple(Broker(i, f"kafka-{i}", 9000 + i, None) for i in (1, 2, 3))  # type: ignore[arg-type]
@@ -85,3 +97,145 @@ def test_topic_operations_are_drawn_only_with_a_topic_and_build_on_its_partition
         generate_plan(3, kinds=("preferred_election",))
     with pytest.raises(PlanError, match="targets the leader of a partition"):
         build_fault(cluster, FaultStep(0.0, 1.0, "preferred_election", 2))
+
+
+RANDOM = {
+    "topic": RUN_TOPIC,
+    "group": RUN_GROUP,
+    "partitions": 3,
+    "concurrency": 2,
+    "rotate_s": 20.0,
+    "quiet": 0.2,
+}
+"""RN1's options (scenarios/test_rn1_random_nemesis.py)."""
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_random_mix_is_byte_identical_per_seed_and_keeps_its_bounds(seed: int) -> None:
+    plan = generate_plan(seed, duration_s=600, **RANDOM)  # type: ignore[arg-type]
+    assert plan.to_json().encode() == generate_plan(seed, duration_s=600, **RANDOM).to_json().encode()  # type: ignore[arg-type]
+    assert Plan.from_json(plan.to_json()) == plan
+    assert plan.max_concurrent <= 2
+    assert plan.duration_s <= 600 == plan.length_s
+    for step in plan.steps:
+        overlapping = [o for o in plan.steps if o is not step and o.at_s < step.end_s and step.at_s < o.end_s]
+        if step.kind in CLUSTER_KINDS:
+            assert not overlapping, (step, overlapping)  # a split of every broker runs alone
+    starts = [s.at_s for s in plan.steps]
+    assert starts == sorted(starts)
+    # rotation: each 20 s period starts steps of at most three kinds
+    periods: dict[int, set[str]] = {}
+    for step in plan.steps:
+        periods.setdefault(int(step.at_s // 20), set()).add(step.kind)
+    assert all(len(kinds) <= 3 for kinds in periods.values())
+
+
+def test_random_mixes_overlap_rotate_and_draw_every_kind_and_role() -> None:
+    plans = [generate_plan(seed, duration_s=600, **RANDOM) for seed in range(20)]  # type: ignore[arg-type]
+    assert any(p.max_concurrent == 2 for p in plans)
+    assert {s.kind for p in plans for s in p.steps} == set(KINDS)
+    targets = {type(s.target).__name__ for p in plans for s in p.steps}
+    assert targets == {"int", "LeaderOf", "FollowerOf", "ActiveController", "CoordinatorOf"}
+    quiet = [
+        period
+        for p in plans
+        for period in range(30)
+        if not any(period * 20 <= s.at_s < (period + 1) * 20 for s in p.steps)
+    ]
+    assert quiet  # some 20 s periods inject nothing
+    one_at_a_time = generate_plan(3, duration_s=600, topic="t")
+    assert one_at_a_time.max_concurrent == 1
+
+
+def test_toxics_aim_where_their_path_carries_traffic() -> None:
+    """A toxic on the quorum path hits the active controller; on a client or replication path a partition's
+    leader (or, on the client path, the group's coordinator): brokers whose proxies carry traffic."""
+    steps = [s for seed in range(20) for s in generate_plan(seed, duration_s=600, **RANDOM).steps]  # type: ignore[arg-type]
+    toxics = [s for s in steps if dict(s.params).get("paths")]
+    assert toxics
+    for step in toxics:
+        paths = dict(step.params)["paths"]
+        if paths == ("ctl",):
+            assert step.target == ActiveController()
+        elif paths == ("ext",):
+            assert isinstance(step.target, LeaderOf | CoordinatorOf)
+        else:
+            assert isinstance(step.target, LeaderOf)
+
+
+def test_a_plan_binds_the_runs_topic_and_group() -> None:
+    plan = generate_plan(11, duration_s=600, **RANDOM)  # type: ignore[arg-type]
+    assert RUN_TOPIC in plan.to_json()
+    bound = plan.bind("t-run", "g-run")
+    text = bound.to_json()
+    assert RUN_TOPIC not in text
+    assert RUN_GROUP not in text
+    assert '"topic":"t-run"' in text
+    assert [s.kind for s in bound.steps] == [s.kind for s in plan.steps]
+
+
+def test_the_resolved_plan_is_what_ran_aimed_at_the_brokers_it_hit() -> None:
+    plan = Plan(
+        4,
+        3,
+        (
+            FaultStep(1.0, 2.0, "crash", LeaderOf(RUN_TOPIC, 1)),
+            FaultStep(2.0, 2.0, "latency", ActiveController(), (("ms", 100), ("paths", ("ctl",)))),
+            FaultStep(5.0, 2.0, "replication_cut", FollowerOf(RUN_TOPIC, 0, 1)),
+            FaultStep(9.0, 2.0, "partition", ActiveController()),
+        ),
+        30.0,
+    )
+    resolved = plan.resolved({0: (3,), 2: (2,), 3: (1, 2, 3)})  # step 1 skipped
+    assert [(s.kind, s.target) for s in resolved.steps] == [
+        ("crash", 3),
+        ("replication_cut", FollowerOf(RUN_TOPIC, 0, 1)),  # a partition's roles: the replay's topic is new
+        ("partition", ActiveController()),
+    ]
+    assert resolved.length_s == resolved.workload_s == 30.0
+    assert Plan.from_json(resolved.to_json()) == resolved
+
+
+def test_partition_and_replication_cut_build_from_their_steps() -> None:
+    from chaos.cluster.broker import Broker
+    from chaos.cluster.cluster import KafkaCluster
+    from chaos.cluster.images import ImageSet
+    from chaos.faults.network import Partition, ReplicationCut
+    from chaos.faults.plan import build_fault
+
+    cluster = KafkaCluster(ImageSet("kafka:x", "toxiproxy:x", "reaper:x", ()))
+    cluster.brokers = tuple(Broker(i, f"kafka-{i}", 9000 + i, None) for i in (1, 2, 3))  # type: ignore[arg-type]
+    split = build_fault(cluster, FaultStep(0.0, 1.0, "partition", ActiveController()))
+    assert isinstance(split, Partition)
+    assert split.groups == [[1], [2], [3]]
+    cut = build_fault(cluster, FaultStep(0.0, 1.0, "replication_cut", FollowerOf("t", 2, 1)))
+    assert isinstance(cut, ReplicationCut)
+    assert (cut.target, cut.leader_target) == (FollowerOf("t", 2, 1), LeaderOf("t", 2))
+    with pytest.raises(PlanError, match="follower of a partition"):
+        build_fault(cluster, FaultStep(0.0, 1.0, "replication_cut", 2))
+
+
+def test_plan_files_that_are_not_plans_say_so(tmp_path: Path) -> None:
+    missing = tmp_path / "plan.json"
+    with pytest.raises(PlanError, match="cannot read the plan"):
+        Plan.read(missing)
+    missing.write_text('{"format": 1, "seed": 1}')
+    with pytest.raises(PlanError, match=r"plan\.json: a plan needs seed, brokers and steps"):
+        Plan.read(missing)
+    missing.write_text("[1]")
+    with pytest.raises(PlanError, match="format"):
+        Plan.read(missing)
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        ({"concurrency": 0}, "must be >= 1"),
+        ({"partitions": 0}, "must be >= 1"),
+        ({"rotate_s": 0.0}, "rotate_s > 0"),
+        ({"quiet": 1.0}, "quiet < 1"),
+    ],
+)
+def test_bad_generator_options_are_plan_errors(bad: dict[str, float], match: str) -> None:
+    with pytest.raises(PlanError, match=match):
+        generate_plan(1, **bad)  # type: ignore[arg-type]

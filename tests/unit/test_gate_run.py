@@ -45,6 +45,9 @@ class Run:
         self.notes = []
         self.cluster = Cluster()
 
+    def too_short(self):
+        return None
+
     def __enter__(self):
         self.dir.mkdir(parents=True)
         write_scenario(self.dir, ScenarioInfo(scenario_id=self.run_id, guarantee=self.variant.guarantee))

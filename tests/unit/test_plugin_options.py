@@ -85,6 +85,17 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
             {"CHAOS_AUDIT_ENGINE": "sprak"},
             "ERROR: chaos: CHAOS_AUDIT_ENGINE='sprak': expected one of spark, reference",
         ),
+        (
+            ["--chaos-duration", "ten minutes"],
+            {},
+            "ERROR: chaos: --chaos-duration ten minutes: duration 'ten minutes': expected a positive number "
+            "of seconds, or one with a unit: 60, 90s, 5m, 1h",
+        ),
+        (
+            ["--chaos-plan", "nowhere/plan.json"],
+            {},
+            "ERROR: chaos: --chaos-plan nowhere/plan.json: cannot read the plan nowhere/plan.json: *",
+        ),
     ],
     ids=[
         "kafka-version",
@@ -99,6 +110,8 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
         "consumer-protocol-on-3.9",
         "audit-engine-option",
         "CHAOS_AUDIT_ENGINE",
+        "duration-option",
+        "plan-option",
     ],
 )
 def test_bad_input_is_one_usage_error(
@@ -243,3 +256,31 @@ def test_no_spark_is_started_for_a_session_without_scenario_runs(
     pytester.makepyfile("def test_ok():\n    pass\n")
     pytester.runpytest().assert_outcomes(passed=1)
     assert started == []
+
+
+def test_the_duration_and_the_plan_reach_scenario_runs(pytester: pytest.Pytester) -> None:
+    from chaos.faults.plan import FaultStep, Plan
+
+    plan = Plan(3, 3, (FaultStep(1.0, 2.0, "pause", 2),), 90.0)
+    (pytester.path / "plan.resolved.json").write_text(plan.to_json())
+    pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef kafka_cluster():\n    return object()\n")
+    pytester.makepyfile(
+        f"""
+        from chaos.faults.plan import Plan
+        from chaos.scenario import Scenario, Variant
+        from chaos.workload import IDEMPOTENT
+
+        S = Scenario(scenario_id="plan_choice", case_id="X1", title="t", source="here", symptom="none",
+                     client=IDEMPOTENT, guarantee="at_least_once", expected_verdict="pass",
+                     variants=(Variant("v", "a variant"),))
+
+        def test_options(scenario_run):
+            run = scenario_run(S, "v", engine="reference")
+            assert run.duration_s == 300.0
+            assert run.plan() == Plan.from_json({plan.to_json()!r})
+            assert run.length_s == 90.0  # the replayed plan's length wins
+        """
+    )
+    pytester.runpytest("--chaos-duration", "5m", "--chaos-plan", "plan.resolved.json").assert_outcomes(
+        passed=1
+    )

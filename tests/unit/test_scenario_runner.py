@@ -16,7 +16,15 @@ from chaos.cluster.cluster import KafkaCluster
 from chaos.cluster.images.catalog import ImageSet
 from chaos.errors import ConfigError, FaultError
 from chaos.faults.base import Fault, FaultLog, FaultRecord
-from chaos.faults.plan import FaultStep, Plan, generate_plan
+from chaos.faults.plan import (
+    PLAN_FILE,
+    RESOLVED_PLAN_FILE,
+    RUN_GROUP,
+    RUN_TOPIC,
+    FaultStep,
+    Plan,
+    generate_plan,
+)
 from chaos.history import ClientLog, FaultEvent, read_events
 from chaos.run.manifest import read_scenario
 from chaos.scenario import Scenario, ScenarioError, ScenarioRun, Variant, fault_event, views
@@ -291,7 +299,8 @@ def test_the_run_runs_a_seeded_plan_into_its_history_and_heals_at_its_end(
     plan = Plan(7, 3, (FaultStep(0.0, 0.2, "crash", 1), FaultStep(0.3, 60.0, "pause", 2)))
     kafka = cluster(3)
     with ScenarioRun(SCENARIO, "vulnerable", kafka, tmp_path, seed=7) as run:
-        assert run.plan(duration_s=30.0) == generate_plan(7, brokers=3, topic=run.topic, duration_s=30.0)
+        drawn = generate_plan(7, brokers=3, topic=RUN_TOPIC, group=RUN_GROUP, duration_s=30.0)
+        assert run.plan(duration_s=30.0) == drawn  # the run's names bound only when its nemesis starts
         nemesis = run.nemesis(plan)
         run.wait_for(
             "the second step injected",
@@ -316,6 +325,10 @@ def test_the_run_runs_a_seeded_plan_into_its_history_and_heals_at_its_end(
     assert info is not None
     assert info.plan is not None
     assert Plan.from_json(json.dumps(dict(info.plan))) == plan
+    assert (run.dir / PLAN_FILE).read_text() == plan.to_json()
+    # what ran, aimed at the brokers it hit (each Marker resolves to broker 2): what `chaos replay` runs
+    resolved = Plan.read(run.dir / RESOLVED_PLAN_FILE)
+    assert [(s.kind, s.target) for s in resolved.steps] == [("crash", 2), ("pause", 2)]
 
 
 def test_a_plan_needs_a_seed_and_fits_the_cluster(tmp_path: Path) -> None:

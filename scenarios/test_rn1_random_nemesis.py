@@ -1,0 +1,130 @@
+"""RN1 `random` — a seeded random mix of every fault the library has, over a long mixed workload.
+
+Not a case from the seeds: the failures a team has not met yet, found the way Jepsen finds them — a
+workload runs under a random but seeded schedule of faults, and the audit judges the history afterwards.
+``chaos run RANDOM --seed N --duration 10m`` runs it; ``chaos replay RUN_DIR`` runs a run's plan again
+(docs/faults.md, "Random nemesis and replay").
+
+Setup: topic of 3 partitions, RF 3; two producers (the variant's client, 100 values/s each); a group of two
+members committing after processing; the runner's introspection every 0.5 s.
+
+Timeline: warm-up (values acknowledged and replicated); the nemesis runs the plan drawn from the seed
+(:func:`chaos.faults.plan.generate_plan`): every kind of :data:`~chaos.faults.plan.KINDS` — crash, stop,
+pause, network cut, a full partition, isolation from the quorum, a replication cut, the client-path
+toxics (refuse, latency, bandwidth, reset, slicer, data limit), broker removal, preferred election and
+reassignment — aimed by role (a partition's leader or follower, the active controller, the group's
+coordinator, any broker), at most two at once, the allowed kinds rotated every 20 s with quiet periods
+(Jepsen's Bufstream suite rotates every 30 s). When the plan ends everything is healed, the producers
+stop, the brokers agree on leaders, the group catches up; audit. Every cut and toxic must show it landed
+(packets, docs/faults.md) or the run is ``unknown``.
+
+Variants (both claim ``at_least_once``):
+
+- ``vulnerable`` — acks=1, min.insync.replicas=1, unclean leader election on: a crashed or cut leader's
+  unreplicated acknowledged writes are lost. Expected verdict **fail** — found within minutes, not
+  seconds: without ``--chaos-duration`` of at least :data:`MIN_FINDING_S` the variant is skipped before
+  its run opens (``chaos run RANDOM --variant vulnerable --duration 10m``).
+- ``remediated`` — acks=all with idempotence, min.insync.replicas=2, unclean election off: whatever the
+  plan does, no acknowledged value is lost, none unread, none reordered. Expected verdict **pass**; its
+  ci-length run (60 s of faults) is part of ``make chaos``.
+"""
+
+from __future__ import annotations
+
+from chaos.faults.plan import KINDS
+from chaos.scenario import Scenario, ScenarioRun, Variant, chaos_scenario, views
+
+RATE = 100.0
+PRODUCERS = 2
+MEMBERS = 2
+PARTITIONS = 3
+DURATION_S = {"ci": 60.0, "faithful": 600.0}
+"""The plan's length when no ``--chaos-duration`` is given."""
+MIN_FINDING_S = 300.0
+"""Below this the vulnerable variant is skipped: in 60 s the weak configuration may well lose nothing."""
+ROTATE_S = 20.0
+QUIET = 0.2
+CONCURRENCY = 2
+SETTLE_S = 120.0
+"""Bound on each wait after the plan: the brokers agreeing, the group catching up."""
+
+SCENARIO = Scenario(
+    scenario_id="random",
+    case_id="RN1",
+    title="A seeded random mix of faults over a mixed workload (Jepsen's nemesis)",
+    source="issue 18; Jepsen's Kafka and Bufstream tests (rotating nemesis); every catalog case's fault",
+    symptom="(none: the faults a team has not met yet, as a seeded random schedule)",
+    guarantee="at_least_once",
+    variants=(
+        Variant(
+            "vulnerable",
+            "acks=1, min.insync.replicas=1, unclean leader election on",
+            expected_verdict="fail",
+            client_profile="acks1_retries",
+            producer_config={"acks": 1, "retries": 10, "retry.backoff.ms": 100, "enable.idempotence": False},
+            topic_config={"min.insync.replicas": 1, "unclean.leader.election.enable": True},
+            min_duration_s=MIN_FINDING_S,
+        ),
+        Variant(
+            "remediated",
+            "acks=all (idempotent), min.insync.replicas=2, unclean leader election off",
+            expected_verdict="pass",
+            client_profile="idempotent",
+            producer_config={"acks": "all", "enable.idempotence": True},
+            topic_config={"min.insync.replicas": 2, "unclean.leader.election.enable": False},
+        ),
+    ),
+    remediation=(
+        "acks=all with idempotence, replication.factor 3, min.insync.replicas=2, unclean election off.",
+        "A failing seed replays exactly: chaos replay RUN_DIR (plan.resolved.json, the brokers it hit).",
+    ),
+    related=("PB1", "ISR2", "L2", "D1"),
+)
+
+
+@chaos_scenario(SCENARIO)
+def test_random(run: ScenarioRun) -> None:
+    length_s = run.length_s or DURATION_S.get(run.time.name, DURATION_S["ci"])
+    run.create_topic(partitions=PARTITIONS, replication_factor=3)
+    run.introspect(interval_s=0.5)
+    workload_s = length_s + 4 * SETTLE_S  # the producers are stopped when the plan is done
+    for m in range(MEMBERS):
+        run.member(f"consumer-{m}", duration_s=workload_s)
+    producers = [
+        run.producer(f"producer-{p}", rate=RATE, duration_s=workload_s, flush_timeout_s=30.0)
+        for p in range(PRODUCERS)
+    ]
+    run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
+    run.wait_for("warm-up values delivered", lambda ev: len(views.delivered_ids(ev)) >= RATE, 30)
+
+    plan = run.plan(
+        duration_s=length_s,
+        kinds=KINDS,
+        partitions=PARTITIONS,
+        concurrency=CONCURRENCY,
+        rotate_s=ROTATE_S,
+        quiet=QUIET,
+    )
+    nemesis = run.nemesis(plan)
+    done = nemesis.wait(plan.workload_s + SETTLE_S)
+    run.note(
+        f"plan {'done' if done else 'still running (stopped)'}: {len(nemesis.resolved)} of "
+        f"{len(plan.steps)} steps ran, {len(nemesis.skipped)} skipped (their broker already hit)"
+    )
+    nemesis.stop()
+    for producer in producers:
+        producer.stop()
+    run.wait_converged(SETTLE_S)
+    run.wait_caught_up(SETTLE_S)
+    result = run.finish()
+
+    injected = [e for e in views.faults(result.events) if e.action == "inject"]
+    result.precondition(
+        "the nemesis injected faults",
+        bool(injected),
+        f"{len(injected)} injected of {len(plan.steps)} planned",
+    )
+    print(
+        f"\n{run.variant.name}: seed {plan.seed}, {len(plan.steps)} steps over {plan.duration_s:.0f} s (at "
+        f"most {plan.max_concurrent} at once), {len(injected)} injected; errors {nemesis.errors[:5]}"
+    )

@@ -1,0 +1,103 @@
+"""The nemesis runs overlapping steps on one thread, heals each after its duration, skips a step whose
+broker an active step already hits, and reports what each step hit (the resolved plan's input)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import pytest
+
+import chaos.faults.nemesis
+from chaos.cluster.cluster import KafkaCluster
+from chaos.cluster.images import ImageSet
+from chaos.errors import FaultError
+from chaos.faults.base import Fault, FaultLog
+from chaos.faults.nemesis import Nemesis
+from chaos.faults.plan import FaultStep, Plan
+
+
+class OnBroker(Fault):
+    """Touches nothing; hits the broker its step names (an int target) and remembers when it held."""
+
+    kind = "on_broker"
+    held: ClassVar[list[tuple[int, str]]] = []
+
+    def resolve_brokers(self) -> tuple[int, ...]:
+        assert isinstance(self.target, int)
+        return (self.target,)
+
+    def _inject(self) -> None:
+        OnBroker.held.append((self.target, "inject"))  # type: ignore[arg-type]
+
+    def _heal(self) -> None:
+        OnBroker.held.append((self.target, "heal"))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch) -> KafkaCluster:
+    OnBroker.held = []
+    monkeypatch.setattr(
+        chaos.faults.nemesis, "build_fault", lambda kafka, step, log: OnBroker(kafka, step.target, log=log)
+    )
+    monkeypatch.setattr(chaos.faults.nemesis, "heal_all", lambda kafka, log=None: [])
+    return KafkaCluster(ImageSet("kafka:x", "toxiproxy:x", "reaper:x", ()))
+
+
+def test_overlapping_steps_hold_together_and_a_busy_broker_is_skipped(cluster: KafkaCluster) -> None:
+    plan = Plan(
+        1,
+        3,
+        (
+            FaultStep(0.0, 0.6, "pause", 1),
+            FaultStep(0.1, 0.2, "crash", 2),  # inside step 0: both hold
+            FaultStep(0.2, 0.2, "network_cut", 1),  # broker 1 is paused: skipped
+            FaultStep(0.7, 0.1, "stop", 1),  # after step 0 healed: runs
+        ),
+    )
+    log = FaultLog()
+    nemesis = Nemesis(cluster, log).start(plan)
+    assert nemesis.wait(10)
+    assert OnBroker.held == [
+        (1, "inject"),
+        (2, "inject"),
+        (2, "heal"),
+        (1, "heal"),
+        (1, "inject"),
+        (1, "heal"),
+    ]
+    assert nemesis.resolved == {0: (1,), 1: (2,), 3: (1,)}
+    assert nemesis.skipped == [2]
+    assert nemesis.errors == ["network_cut at 0.2s: skipped, broker(s) [1] already hit"]
+    assert [r.kind for r in log.records()] == ["on_broker"] * 3
+    assert all(r.healed_at is not None for r in log.records())
+    assert [s.target for s in plan.resolved(nemesis.resolved).steps] == [1, 2, 1]
+
+
+def test_stopping_mid_plan_heals_every_active_step(cluster: KafkaCluster) -> None:
+    plan = Plan(1, 3, (FaultStep(0.0, 60.0, "pause", 1), FaultStep(0.0, 60.0, "pause", 2)))
+    nemesis = Nemesis(cluster).start(plan)
+    deadline = time.monotonic() + 5
+    while len(OnBroker.held) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = time.monotonic()
+    nemesis.stop()
+    assert time.monotonic() - started < 5
+    assert sorted(OnBroker.held) == [(1, "heal"), (1, "inject"), (2, "heal"), (2, "inject")]
+    assert not nemesis.running
+
+
+def test_a_failed_inject_is_an_error_and_the_plan_goes_on(
+    cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def build(kafka: KafkaCluster, step: FaultStep, log: Any) -> Fault:
+        if step.target == 3:
+            raise FaultError("no leader to target")
+        return OnBroker(kafka, step.target, log=log)
+
+    monkeypatch.setattr(chaos.faults.nemesis, "build_fault", build)
+    plan = Plan(1, 3, (FaultStep(0.0, 0.1, "pause", 3), FaultStep(0.1, 0.1, "pause", 1)))
+    nemesis = Nemesis(cluster).start(plan)
+    assert nemesis.wait(10)
+    assert nemesis.errors == ["pause at 0.0s: inject: no leader to target"]
+    assert nemesis.resolved == {1: (1,)}
