@@ -246,6 +246,15 @@ def reproduce_command(info: ScenarioInfo | None, context: RunContext | None) -> 
     return shlex.join(parts)
 
 
+def replay_command(run_dir: Path) -> str | None:
+    """``chaos replay RUN_DIR`` for a run that ran a fault plan (it left ``plan.json``), else None."""
+    from chaos.faults.plan import PLAN_FILE
+
+    if not (run_dir / PLAN_FILE).is_file():
+        return None
+    return shlex.join([".venv/bin/chaos", "replay", str(run_dir)])
+
+
 def _missing(
     info: ScenarioInfo | None,
     scenario_error: str | None,
@@ -510,6 +519,7 @@ def build_page(
         "hints": hints,
         "generic_hints": generic,
         "command": reproduce_command(info, context),
+        "replay_command": replay_command(path),
         "rerun_commands": [
             shlex.join(
                 [".venv/bin/chaos", "audit", str(path)]

@@ -199,6 +199,16 @@ def test_reproduce_command() -> None:
     assert reproduce_command(ScenarioInfo("s", command="make chaos"), None) == "make chaos"
 
 
+def test_a_run_with_a_plan_offers_its_replay(tmp_path: Path) -> None:
+    from chaos.report.render import replay_command
+
+    run = tmp_path / "rn1 run"
+    run.mkdir()
+    assert replay_command(run) is None
+    (run / "plan.json").write_text("{}")
+    assert replay_command(run) == f".venv/bin/chaos replay '{run}'"
+
+
 def test_embedded_json_and_plot_text_are_inert() -> None:
     hostile = "</script><!--<script>&\u2028"
     text = safe_json({"k": hostile})
