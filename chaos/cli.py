@@ -384,7 +384,10 @@ def _run_pytest(args: list[str]) -> None:
     """Run pytest with ``args`` and exit with the harness's codes (see `chaos run`)."""
     import pytest
 
-    console.print(f"[dim]pytest {shlex.join(args)}[/dim]", highlight=False)
+    from rich.markup import escape
+
+    # escaped: a node id's [variant] is not rich markup
+    console.print(f"[dim]pytest {escape(shlex.join(args))}[/dim]", highlight=False)
     status = int(pytest.main(args))
     if status == pytest.ExitCode.INTERRUPTED:
         sys.exit(130)

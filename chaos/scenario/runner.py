@@ -145,9 +145,10 @@ class ScenarioRun(RunWorkers):
         return self.replay.workload_s if self.replay is not None else self.duration_s
 
     def too_short(self) -> str | None:
-        """Why the run would be too short for its variant (``Variant.min_duration_s``), else None."""
+        """Why the run would be too short for its variant (``Variant.min_duration_s``), else None. A replay
+        is never too short: it runs a given plan (a shrunk one may be short), not a search."""
         need = self.variant.min_duration_s
-        if not need or (self.length_s or 0.0) >= need:
+        if not need or self.replay is not None or (self.length_s or 0.0) >= need:
             return None
         given = f"{self.length_s:.0f} s" if self.length_s else "no --chaos-duration"
         return (

@@ -98,6 +98,8 @@ def test_the_weak_random_variant_needs_a_long_run_and_the_strong_one_does_not(tm
     assert "--chaos-duration 10m" in (weak.too_short() or "")
     assert ScenarioRun(scenario, "vulnerable", cluster(3), tmp_path, duration_s=600.0).too_short() is None
     assert ScenarioRun(scenario, "vulnerable", cluster(3), tmp_path, replay=PLAN).too_short() is None
+    brief = Plan(5, 3, PLAN.steps, 20.0)  # a shrunk plan: replayed whatever its length
+    assert ScenarioRun(scenario, "vulnerable", cluster(3), tmp_path, replay=brief).too_short() is None
     assert "60 s" in (
         ScenarioRun(scenario, "vulnerable", cluster(3), tmp_path, duration_s=60).too_short() or ""
     )
@@ -123,3 +125,21 @@ def test_bad_input_exits_2_with_the_fix(tmp_path: Path, args: list[str], says: s
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert says in proc.stdout + proc.stderr
+
+
+def test_chaos_run_passes_the_variant_duration_and_seed_to_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from chaos.cli import cli
+
+    called: list[list[str]] = []
+    monkeypatch.setattr(pytest, "main", lambda args: called.append(args) or 0)
+    result = CliRunner().invoke(
+        cli, ["run", "RANDOM", "--variant", "vulnerable", "--duration", "10m", "--seed", "3"]
+    )
+    assert result.exit_code == 0, result.output
+    (args,) = called
+    assert args[0].endswith("test_rn1_random_nemesis.py::test_random[vulnerable]")
+    assert args[args.index("--chaos-duration") + 1] == "10m"
+    assert args[args.index("--chaos-seed") + 1] == "3"
+    assert "test_random[vulnerable]" in result.output  # printed as given, not eaten as rich markup
