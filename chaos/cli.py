@@ -380,10 +380,46 @@ def replay(run_dir: str, audit_engine: str | None) -> None:
     _run_pytest(again.pytest_args(extra))
 
 
+@cli.command("shrink")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--max-tries", type=click.IntRange(1, 500), default=20, show_default=True)
+@click.option("--max-time", default="4h", show_default=True, help="Time budget: 90m, 2h, 3600.")
+@click.option(
+    "--out", default=None, help="Where the tries, plan.shrunk.json and shrink.json go (RUN_DIR/shrink)."
+)
+def shrink(run_dir: str, max_tries: int, max_time: str, out: str | None) -> None:
+    """Search for the smallest fault plan that still makes a failing run fail: replay its plan, then
+    smaller ones (faults dropped, windows halved), each a new run, within --max-tries and --max-time.
+    Exit 1: the failure reproduced (the smallest failing plan in OUT/plan.shrunk.json); 3: it did not come
+    back; 2: RUN_DIR did not fail, or ran no plan."""
+    from chaos.run.durations import parse_duration
+    from chaos.scenario.shrink import SHRINK_LOG_FILE, SHRUNK_PLAN_FILE, shrink_run
+
+    try:
+        budget_s = parse_duration(max_time)
+    except ChaosError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-time") from None
+    result = shrink_run(Path(run_dir), Path(out) if out else None, max_tries=max_tries, max_seconds=budget_s)
+    for attempt in result.attempts:
+        _say(
+            f"try {attempt.number}: {attempt.verdict} ({attempt.steps} faults, {attempt.seconds:.0f} s): "
+            f"{attempt.change}"
+        )
+    spent = f"{len(result.attempts)} tries, {sum(a.seconds for a in result.attempts):.0f} s; {result.stopped}"
+    if result.smallest is None:
+        _say(f"inconclusive: {spent}", "yellow")
+        sys.exit(VERDICT_EXIT["unknown"])
+    _say(
+        f"smallest failing plan: {len(result.smallest.steps)} of {len(result.plan.steps)} faults "
+        f"({spent}): {result.out / SHRUNK_PLAN_FILE}; every try in {result.out / SHRINK_LOG_FILE}",
+        "red",
+    )
+    sys.exit(VERDICT_EXIT["fail"])
+
+
 def _run_pytest(args: list[str]) -> None:
     """Run pytest with ``args`` and exit with the harness's codes (see `chaos run`)."""
     import pytest
-
     from rich.markup import escape
 
     # escaped: a node id's [variant] is not rich markup

@@ -133,7 +133,12 @@ def test_chaos_run_passes_the_variant_duration_and_seed_to_pytest(monkeypatch: p
     from chaos.cli import cli
 
     called: list[list[str]] = []
-    monkeypatch.setattr(pytest, "main", lambda args: called.append(args) or 0)
+
+    def main(args: list[str]) -> int:
+        called.append(args)
+        return 0
+
+    monkeypatch.setattr(pytest, "main", main)
     result = CliRunner().invoke(
         cli, ["run", "RANDOM", "--variant", "vulnerable", "--duration", "10m", "--seed", "3"]
     )
