@@ -15,7 +15,7 @@ import json
 import os
 import shlex
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from chaos.gate.policy import AuditResult
     from chaos.report.evidence import SymptomMatch
-    from chaos.report.timeline import Timeline
+    from chaos.report.timeline import FaultSpan, Timeline
     from chaos.run.evidence import Check, Evidence
     from chaos.run.terms import Verdict
 
@@ -502,7 +502,7 @@ def build_page(
         "info": info,
         "summary": summary,
         "audit": audit,
-        "anomaly_rows": _anomaly_rows(audit, explain),
+        "anomaly_rows": _anomaly_rows(audit, explain, spans, logs),
         "consumer_view": _consumer_view(audit, timeline),
         "failing": failing,
         "missing": missing,
@@ -556,19 +556,32 @@ def _consumer_view(audit: AuditResult | None, timeline: Timeline | None) -> dict
     return {"rows": rows, "longest_while": "during " + ", ".join(during) if during else "no fault active"}
 
 
-def _anomaly_rows(audit: AuditResult | None, explain: Any) -> list[dict[str, Any]]:
+def _anomaly_rows(
+    audit: AuditResult | None, explain: Any, spans: Sequence[FaultSpan], logs: Sequence[Path]
+) -> list[dict[str, Any]]:
+    """The anomaly table's rows; each failing anomaly's examples paired with what happened around them
+    (:func:`chaos.report.attribution.attribute`)."""
     if audit is None:
         return []
+    from chaos.report.attribution import attribute, partition_events
+
+    events: dict[str, list[Any]] = {}
     out = []
     for name, report in audit.facts.anomalies:
         status = "fails" if name in audit.failed_by else ("expected" if report.count else "none")
+        around = []
+        for example in report.examples:
+            if status == "fails" and example.topic is not None and example.topic not in events:
+                events[example.topic] = partition_events(logs, example.topic)
+            pairs = events.get(example.topic or "", []) if status == "fails" else []
+            around.append(attribute(example, spans, pairs) if status == "fails" else None)
         out.append(
             {
                 "name": name,
                 "count": report.count,
                 "status": status,
                 "text": explain(name),
-                "examples": report.examples,
+                "examples": list(zip(report.examples, around, strict=True)),
                 "more": report.count - len(report.examples),
             }
         )

@@ -31,6 +31,7 @@ from typing import Final
 from chaos.faults.plan import FaultStep, Plan
 from chaos.faults.targets import describe_target
 from chaos.run.files import write_atomic
+from chaos.run.manifest import SCENARIO_NAME
 from chaos.scenario.model import ScenarioError
 from chaos.scenario.replay import Replay
 
@@ -196,7 +197,6 @@ def run_verdict(run_dir: Path) -> str:
 def pytest_replayer(again: Replay, timeout_margin_s: float = 900.0) -> Replayer:
     """Replays a candidate plan as ``chaos replay`` does, in a pytest process of its own (a cluster per try,
     never two at once), its report directory the try's."""
-    from chaos.report.render import find_runs
 
     def replay(plan: Plan, out: Path) -> Outcome:
         out.mkdir(parents=True, exist_ok=True)
@@ -219,7 +219,7 @@ def pytest_replayer(again: Replay, timeout_margin_s: float = 900.0) -> Replayer:
                 )
             except subprocess.TimeoutExpired:
                 return "error", None
-        runs = find_runs(out)
+        runs = sorted(path.parent for path in out.rglob(SCENARIO_NAME))
         if len(runs) != 1:
             return "error", runs[0] if runs else None
         return run_verdict(runs[0]), runs[0]

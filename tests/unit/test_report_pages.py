@@ -482,3 +482,14 @@ def test_an_audit_without_the_consumer_side_says_so(plain_html: str) -> None:
     parser.feed(plain_html)
     assert "chart-lag" not in json.loads(parser.data["chaos-figures"])
     assert "Consume stalls" not in plain_html
+
+
+def test_a_failing_examples_faults_and_broker_lines_are_shown_beside_it(plain_html: str) -> None:
+    """Attribution: the cut broker 2 held when the acknowledged writes of partition 1 were lost, and the
+    partition's leader logged its ISR shrink soon after; an anomaly that does not fail gets no column."""
+    examples = plain_html[plain_html.index('id="examples-lost_acked"') :]
+    examples = _text(examples[: examples.index("</table>")])
+    assert "around it: faults, and the brokers on its partition" in examples
+    assert "during network_cut broker-2" in examples
+    assert "broker-1.log.gz: [Partition chaos-sample-1 broker=1] Shrinking ISR from 1,2,3 to 1,3" in examples
+    assert "heartbeat ok" not in examples  # only lines about the partition's history
