@@ -3,6 +3,7 @@ one usage error (exit 4, no traceback) naming the input and the fix, before any 
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -198,6 +199,22 @@ def test_help_is_not_blocked_by_bad_input(pytester: pytest.Pytester, monkeypatch
     result.stdout.fnmatch_lines(["*--chaos-seed*"])
 
 
+def _scenario_tests(pytester: pytest.Pytester, tests: str) -> None:
+    """A project whose test file defines scenario ``S`` (variant ``v``) above ``tests``; its
+    ``kafka_cluster`` is a stand-in: opening a ScenarioRun object needs no cluster (nothing runs until it
+    is entered)."""
+    pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef kafka_cluster():\n    return object()\n")
+    scenario = """
+        from chaos.scenario import Scenario, Variant
+        from chaos.workload import IDEMPOTENT
+
+        S = Scenario(scenario_id="option_choice", case_id="X1", title="t", source="here", symptom="none",
+                     client=IDEMPOTENT, guarantee="at_least_once", expected_verdict="pass",
+                     variants=(Variant("v", "a variant"),))
+        """
+    pytester.makepyfile(textwrap.dedent(scenario) + textwrap.dedent(tests))
+
+
 @pytest.mark.parametrize(
     ("args", "env", "engine"),
     [
@@ -221,24 +238,16 @@ def test_the_audit_engine_reaches_scenario_runs(
     monkeypatch.setattr(chaos.audit.spark, "start_in_background", started.append)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    # the cluster is not needed to open a ScenarioRun object (nothing runs until it is entered)
-    pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef kafka_cluster():\n    return object()\n")
-    pytester.makepyfile(
+    _scenario_tests(
+        pytester,
         f"""
-        from chaos.scenario import Scenario, Variant
-        from chaos.workload import IDEMPOTENT
-
-        S = Scenario(scenario_id="engine_choice", case_id="X1", title="t", source="here", symptom="none",
-                     client=IDEMPOTENT, guarantee="at_least_once", expected_verdict="pass",
-                     variants=(Variant("v", "a variant"),))
-
         def test_engine(scenario_run):
             assert scenario_run(S, "v").engine == {engine!r}
             assert scenario_run(S, "v", engine="reference").engine == "reference"
 
         def test_without_a_run():
             pass
-        """
+        """,
     )
     pytester.runpytest(*args).assert_outcomes(passed=2)
     # Spark's JVM starts as the session starts (its start overlaps the first cluster's), only when a
@@ -263,23 +272,17 @@ def test_the_duration_and_the_plan_reach_scenario_runs(pytester: pytest.Pytester
 
     plan = Plan(3, 3, (FaultStep(1.0, 2.0, "pause", 2),), 90.0)
     (pytester.path / "plan.resolved.json").write_text(plan.to_json())
-    pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef kafka_cluster():\n    return object()\n")
-    pytester.makepyfile(
+    _scenario_tests(
+        pytester,
         f"""
         from chaos.faults.plan import Plan
-        from chaos.scenario import Scenario, Variant
-        from chaos.workload import IDEMPOTENT
-
-        S = Scenario(scenario_id="plan_choice", case_id="X1", title="t", source="here", symptom="none",
-                     client=IDEMPOTENT, guarantee="at_least_once", expected_verdict="pass",
-                     variants=(Variant("v", "a variant"),))
 
         def test_options(scenario_run):
             run = scenario_run(S, "v", engine="reference")
             assert run.duration_s == 300.0
             assert run.plan() == Plan.from_json({plan.to_json()!r})
             assert run.length_s == 90.0  # the replayed plan's length wins
-        """
+        """,
     )
     pytester.runpytest("--chaos-duration", "5m", "--chaos-plan", "plan.resolved.json").assert_outcomes(
         passed=1
