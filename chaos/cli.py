@@ -364,13 +364,14 @@ def scenario_run(
     default=None,
     help="Which engine audits the replay (default: $CHAOS_AUDIT_ENGINE, else spark).",
 )
-def replay(run_dir: str, audit_engine: str | None) -> None:
+@click.option("--out", default=None, help="The replay's report directory (default RUN_DIR/replay).")
+def replay(run_dir: str, audit_engine: str | None, out: str | None) -> None:
     """Run a saved run's fault plan again: same scenario, variant, seed, time profile and Kafka version,
-    the faults of RUN_DIR/plan.resolved.json at the same times on the same brokers. A new run directory
-    records the replay; exit codes as `chaos run`."""
+    the faults of RUN_DIR/plan.resolved.json at the same times on the same brokers. The replay's run goes
+    to its own report directory (RUN_DIR/replay: the original run is kept); exit codes as `chaos run`."""
     from chaos.scenario.replay import replay_of
 
-    again = replay_of(Path(run_dir))
+    again = replay_of(Path(run_dir), Path(out) if out else None)
     console.print(
         f"replaying {again.scenario.case_id} [{again.variant}], seed {again.seed}: "
         f"{len(again.plan.steps)} faults over {again.plan.workload_s:.0f} s from {again.plan_file}",

@@ -252,18 +252,36 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """With the Spark engine and a scenario run among the selected tests, start the Spark session now, in
-    the background: its JVM's start overlaps the cluster's (the first test's fixtures). The session's
-    finish stops it (:func:`chaos.audit.spark.stop_spark`), even when SIGTERM or Ctrl-C ends the session."""
+    """With a scenario run among the selected tests: lengthen their timeouts by the asked duration, and
+    with the Spark engine start the Spark session now, in the background: its JVM's start overlaps the
+    cluster's (the first test's fixtures). The session's finish stops it
+    (:func:`chaos.audit.spark.stop_spark`), even when SIGTERM or Ctrl-C ends the session."""
     from chaos.scenario.api import RUN_FIXTURE
 
     options = session.config.stash.get(_OPTIONS, None)
-    if options is None or options.audit_engine != "spark":
+    runs = [item for item in session.items if RUN_FIXTURE in getattr(item, "fixturenames", ())]
+    if options is None or not runs:
         return
-    if any(RUN_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items):
+    _lengthen_timeouts(session.config, runs, options)
+    if options.audit_engine == "spark":
         from chaos.audit.spark import SCENARIO_MASTER, start_in_background
 
         start_in_background(SCENARIO_MASTER)
+
+
+def _lengthen_timeouts(config: pytest.Config, runs: list[pytest.Item], options: _Options) -> None:
+    """A run asked to last ``--chaos-duration`` (or a replayed plan's length) gets that much on top of
+    pytest-timeout's limit (when that plugin is active): ``chaos run RANDOM --duration 30m`` is not cut
+    off by the 15 minutes a catalog scenario is allowed."""
+    length = options.plan.workload_s if options.plan is not None else options.duration_s
+    if not length or not config.pluginmanager.hasplugin("timeout"):
+        return
+    base = float(config.getoption("timeout", None) or config.getini("timeout") or 0)
+    if base <= 0:  # no limit
+        return
+    for item in runs:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(base + length))
 
 
 def _read_options(config: pytest.Config) -> _Options:

@@ -91,18 +91,20 @@ def pytest_args(
     profile: str = "ci",
     variant: str | None = None,
     extra: tuple[str, ...] = (),
+    report_dir: Path | None = None,
 ) -> list[str]:
     """The pytest command line that runs ``scenario`` (one variant or all) as ``chaos run`` does, from
     wherever its file is (``@chaos_scenario`` records its absolute path).
 
     pytest's rootdir is the directory above the file's (the checkout, or the installed ``chaos``
     package), so node ids name the file and no conftest.py further up is picked up. What pytest writes
-    goes to the current directory: its cache to ``./.pytest_cache``, the artifacts to
-    :func:`chaos.paths.reports_dir` (``$CHAOS_REPORT_DIR``, else ``./reports``).
+    goes to the current directory: its cache to ``./.pytest_cache``, the artifacts to ``report_dir``, by
+    default :func:`chaos.paths.reports_dir` (``$CHAOS_REPORT_DIR``, else ``./reports``).
     """
     args = [scenario.nodeid(variant), "-m", "chaos", "--chaos-profile", profile]
     if seed is not None:
         args += ["--chaos-seed", str(seed)]
     args += ["--rootdir", str(Path(scenario.module).absolute().parent.parent)]
-    args += ["-o", f"cache_dir={Path.cwd() / '.pytest_cache'}", "--chaos-report-dir", str(reports_dir())]
+    reports = report_dir or reports_dir()
+    args += ["-o", f"cache_dir={Path.cwd() / '.pytest_cache'}", "--chaos-report-dir", str(reports)]
     return [*args, *extra]

@@ -3,7 +3,8 @@
 A run that ran a plan (:meth:`~chaos.scenario.runner.ScenarioRun.nemesis`) left ``plan.json`` and, once it
 ended, ``plan.resolved.json`` — the steps that ran, each aimed at the broker it hit. The replay runs the
 same scenario and variant with the run's seed, time profile and Kafka version, and that plan
-(``--chaos-plan``) in place of a drawn one.
+(``--chaos-plan``) in place of a drawn one, into a report directory of its own (``RUN_DIR/replay``): a
+session empties its tests' directories in its report tree, and the original run must survive its replay.
 """
 
 from __future__ import annotations
@@ -31,13 +32,21 @@ class Replay:
     kafka_version: str | None
     plan_file: Path
     plan: Plan
+    out: Path
+    """The replay's report directory: never the run's own tree, whose test directory the replay of the
+    same test would empty (``RUN_DIR/replay`` by default)."""
 
     def pytest_args(self, extra: tuple[str, ...] = ()) -> list[str]:
         options: tuple[str, ...] = ("--chaos-plan", str(self.plan_file))
         if self.kafka_version:
             options += ("--kafka-version", self.kafka_version)
         return pytest_args(
-            self.scenario, seed=self.seed, profile=self.profile, variant=self.variant, extra=options + extra
+            self.scenario,
+            seed=self.seed,
+            profile=self.profile,
+            variant=self.variant,
+            extra=options + extra,
+            report_dir=self.out,
         )
 
 
@@ -53,8 +62,9 @@ def plan_file(run_dir: Path) -> Path:
     )
 
 
-def replay_of(run_dir: Path) -> Replay:
-    """Read ``run_dir``'s ``scenario.json`` and plan; errors name the file and what to give instead."""
+def replay_of(run_dir: Path, out: Path | None = None) -> Replay:
+    """Read ``run_dir``'s ``scenario.json`` and plan; errors name the file and what to give instead.
+    ``out``: the replay's report directory (default ``RUN_DIR/replay``)."""
     info = read_scenario(run_dir)
     if info is None:
         raise ScenarioError(f"{run_dir} has no scenario.json: give the directory of one scenario run")
@@ -78,4 +88,5 @@ def replay_of(run_dir: Path) -> Replay:
         kafka_version=info.kafka_version,
         plan_file=path.absolute(),
         plan=Plan.read(path),
+        out=(out or run_dir / "replay").absolute(),
     )

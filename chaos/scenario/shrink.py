@@ -202,9 +202,7 @@ def pytest_replayer(again: Replay, timeout_margin_s: float = 900.0) -> Replayer:
         out.mkdir(parents=True, exist_ok=True)
         plan_file = write_atomic(out / "plan.json", plan.to_json())
         args = [
-            *replace(again, plan_file=plan_file, plan=plan).pytest_args(),
-            "--chaos-report-dir",
-            str(out),
+            *replace(again, plan_file=plan_file, plan=plan, out=out).pytest_args(),
             "-p",
             "no:cacheprovider",
         ]

@@ -277,13 +277,16 @@ def test_the_duration_and_the_plan_reach_scenario_runs(pytester: pytest.Pytester
         f"""
         from chaos.faults.plan import Plan
 
-        def test_options(scenario_run):
+        def test_options(scenario_run, request):
+            # pytest-timeout's limit (--timeout 100) plus the replayed plan's 90 s
+            assert request.node.get_closest_marker("timeout").args == (190.0,)
             run = scenario_run(S, "v", engine="reference")
             assert run.duration_s == 300.0
             assert run.plan() == Plan.from_json({plan.to_json()!r})
             assert run.length_s == 90.0  # the replayed plan's length wins
         """,
     )
-    pytester.runpytest("--chaos-duration", "5m", "--chaos-plan", "plan.resolved.json").assert_outcomes(
-        passed=1
+    result = pytester.runpytest(
+        "--chaos-duration", "5m", "--chaos-plan", "plan.resolved.json", "--timeout", "100"
     )
+    result.assert_outcomes(passed=1)

@@ -64,8 +64,12 @@ def test_a_replay_runs_the_resolved_plan_with_the_runs_settings(tmp_path: Path) 
         ("--chaos-seed", "5"),
         ("--chaos-profile", "ci"),
         ("--kafka-version", "4.1.1"),
+        ("--chaos-report-dir", str(run.absolute() / "replay")),  # the run replayed is never emptied
     ):
         assert args[args.index(option) + 1] == value
+    assert args.count("--chaos-report-dir") == 1
+    elsewhere = replay_of(run, tmp_path / "elsewhere").pytest_args()
+    assert elsewhere[elsewhere.index("--chaos-report-dir") + 1] == str(tmp_path / "elsewhere")
 
 
 def test_a_run_that_did_not_end_replays_its_drawn_plan(tmp_path: Path) -> None:
