@@ -12,11 +12,25 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from chaos.errors import FaultError
-from chaos.faults.base import Fault, FaultLog, Param
+from chaos.faults.base import Effect, Fault, FaultLog, Param
 from chaos.faults.targets import Target
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
+
+
+def _container_effect(fault: Fault, held: tuple[str, ...], word: str) -> Effect:
+    """Landed when the broker's container was still ``held`` (its Docker status) just before the heal: the
+    fault held its whole window — no restart policy, operator or other tool undid it."""
+    (broker_id,) = fault.brokers
+    container = fault.cluster.broker(broker_id).docker
+    container.reload()
+    status = container.status
+    if status in held:
+        return Effect(True, f"broker {broker_id}'s container was {status} just before the heal")
+    return Effect(
+        False, f"broker {broker_id}'s container was {status}, not {word}, before the heal: something undid it"
+    )
 
 
 class Crash(Fault):
@@ -38,6 +52,9 @@ class Crash(Fault):
     def _inject(self) -> None:
         (broker_id,) = self.brokers
         self.cluster.broker(broker_id).docker.kill()
+
+    def _effect(self) -> Effect | None:
+        return _container_effect(self, ("exited", "dead"), "down")
 
     def _heal(self) -> None:
         (broker_id,) = self.brokers
@@ -71,6 +88,9 @@ class Pause(Fault):
     """``docker pause``: the JVM is frozen with every socket open."""
 
     kind = "pause"
+
+    def _effect(self) -> Effect | None:
+        return _container_effect(self, ("paused",), "paused")
 
     def _inject(self) -> None:
         import docker.errors
