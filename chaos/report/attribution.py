@@ -1,8 +1,9 @@
 """Why a record was lost, duplicated or reordered: the fault window and the broker events around it.
 
 For each anomaly example the report shows (:class:`~chaos.audit.model.Example`: value, partition, time),
-:func:`attribute` names the faults whose window holds its time — or that began shortly after it (a write
-acknowledged alone, then its leader crashed) or ended shortly before it — and the brokers' own account of
+:func:`attribute` names the faults whose window holds its time, the last one that ended shortly before it
+and the first one that began shortly after it (a write acknowledged alone, then its leader crashed) — and
+the brokers' own account of
 its partition around that time, from their logs: an **unclean** leader election, a follower **truncating**
 its log to a new leader's epoch (what the returning old leader does with the writes only it had), an ISR
 shrink, a new leader epoch. The reader sees *why*, next to *what*.
@@ -74,15 +75,22 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " …"
 
 
-def _relation(ts: float, span: FaultSpan) -> str | None:
-    end = span.heal_ts
-    if span.inject_ts <= ts and (end is None or ts <= end):
-        return f"during {span.label}"
-    if span.inject_ts - NEAR_S <= ts < span.inject_ts:
-        return f"{span.inject_ts - ts:.1f} s before {span.label}"
-    if end is not None and end < ts <= end + NEAR_S:
-        return f"{ts - end:.1f} s after {span.label} healed"
-    return None
+def _nearby(ts: float, spans: Sequence[FaultSpan]) -> tuple[str, ...]:
+    """Every fault holding at ``ts``, then the one that healed last before it and the one that began next
+    after it (each within :data:`NEAR_S`): in a dense random mix, the neighbours that can explain it."""
+    during = [
+        f"during {s.label}" for s in spans if s.inject_ts <= ts and (s.heal_ts is None or ts <= s.heal_ts)
+    ]
+    ended = [s for s in spans if s.heal_ts is not None and s.heal_ts < ts <= s.heal_ts + NEAR_S]
+    coming = [s for s in spans if s.inject_ts - NEAR_S <= ts < s.inject_ts]
+    near = list(during)
+    if ended:
+        last = max(ended, key=lambda s: s.heal_ts or 0.0)
+        near.append(f"{ts - (last.heal_ts or 0.0):.1f} s after {last.label} healed")
+    if coming:
+        first = min(coming, key=lambda s: s.inject_ts)
+        near.append(f"{first.inject_ts - ts:.1f} s before {first.label}")
+    return tuple(near)
 
 
 def _mentions(text: str, topic: str, partition: int) -> bool:
@@ -94,7 +102,7 @@ def attribute(example: Example, spans: Sequence[FaultSpan], events: Sequence[Log
     ts = example.ts
     if ts is None:
         return Attribution((), ())
-    faults = tuple(r for r in (_relation(ts, s) for s in spans) if r is not None)
+    faults = _nearby(ts, spans)
     lines: list[LogLine] = []
     if example.topic is not None and example.partition is not None:
         for line in events:

@@ -17,19 +17,25 @@ def span(fault: str, target: str, start: float, end: float | None) -> FaultSpan:
     return FaultSpan(fault, target, T0 + start, None if end is None else T0 + end, start, end, "{}")
 
 
-SPANS = (span("crash", "broker-2", 10.0, 20.0), span("pause", "broker-1", 60.0, None))
+SPANS = (
+    span("pause", "broker-3", 2.0, 4.0),
+    span("crash", "broker-2", 10.0, 20.0),
+    span("pause", "broker-1", 60.0, None),
+    span("latency", "broker-1", 70.0, 75.0),
+)
 
 
-def test_a_fault_is_named_during_before_or_after_its_window() -> None:
+def test_faults_during_it_then_the_last_one_before_and_the_next_one_after() -> None:
     def faults(at: float) -> tuple[str, ...]:
         return attribute(Example("v", "t", 0, 5, T0 + at), SPANS, []).faults
 
-    assert faults(15.0) == ("during crash broker-2",)
-    assert faults(9.2) == ("0.8 s before crash broker-2",)
+    assert faults(15.0) == ("during crash broker-2", "11.0 s after pause broker-3 healed")
+    assert faults(9.2) == ("5.2 s after pause broker-3 healed", "0.8 s before crash broker-2")
     assert faults(25.0) == ("5.0 s after crash broker-2 healed",)
-    assert faults(70.0) == ("during pause broker-1",)  # never healed: open to the end
+    assert faults(72.0) == ("during pause broker-1", "during latency broker-1")  # never healed: open
     assert faults(35.0) == ("15.0 s after crash broker-2 healed", "25.0 s before pause broker-1")
     assert faults(20.0 + NEAR_S + 1) == ("9.0 s before pause broker-1",)
+    assert faults(21.0) == ("1.0 s after crash broker-2 healed",)  # the nearest only: not pause broker-3
     assert attribute(Example("v", "t", 0, 5, None), SPANS, []).empty
 
 
