@@ -15,8 +15,11 @@ toxics (refuse, latency, bandwidth, reset, slicer, data limit), broker removal, 
 reassignment — aimed by role (a partition's leader or follower, the active controller, the group's
 coordinator, any broker), at most two at once, the allowed kinds rotated every 20 s with quiet periods
 (Jepsen's Bufstream suite rotates every 30 s). When the plan ends everything is healed, the producers
-stop, the brokers agree on leaders, the group catches up; audit. Every cut and toxic must show it landed
-(packets, docs/faults.md) or the run is ``unknown``.
+stop, the brokers agree on leaders, the group catches up; audit. A pass needs every fault that measures
+its effect (cuts, toxics, process faults: docs/faults.md) proven landed, else the run is ``unknown``; a
+failure found stands whichever fault did not land — in a dense mix a fault now and then finds no traffic
+(a quorum-path toxic on a controller that just lost its leadership), and the loss the others caused is
+real all the same.
 
 Variants (both claim ``at_least_once``):
 
@@ -105,7 +108,7 @@ def test_random(run: ScenarioRun) -> None:
         rotate_s=ROTATE_S,
         quiet=QUIET,
     )
-    nemesis = run.nemesis(plan)
+    nemesis = run.nemesis(plan, must_land=False)  # judged together, below
     done = nemesis.wait(plan.workload_s + SETTLE_S)
     run.note(
         f"plan {'done' if done else 'still running (stopped)'}: {len(nemesis.resolved)} of "
@@ -123,6 +126,14 @@ def test_random(run: ScenarioRun) -> None:
         "the nemesis injected faults",
         bool(injected),
         f"{len(injected)} injected of {len(plan.steps)} planned",
+    )
+    missed = run.unlanded()
+    result.precondition(
+        "every fault that measures its effect landed — or the audit found what the guarantee forbids "
+        "(a failure found stands; only a pass needs every fault proven)",
+        not missed or result.audit.verdict == "fail",
+        "; ".join(f"fault {r.seq} ({r.kind} on {r.target}): {r.effect.evidence}" for r in missed if r.effect)
+        or "every measured fault landed",
     )
     print(
         f"\n{run.variant.name}: seed {plan.seed}, {len(plan.steps)} steps over {plan.duration_s:.0f} s (at "

@@ -95,12 +95,23 @@ def advertised_addresses(cluster: ClusterHandle, via: int) -> list[tuple[int, st
 
 
 def controller_id(cluster: ClusterHandle) -> int:
-    """The active KRaft controller (the quorum leader), or -1 while there is none."""
-
-    def question(broker: Broker) -> int:
-        return wire.quorum_leader("127.0.0.1", broker.ext_port, PROBE_TIMEOUT_S)
-
-    return _ask(cluster, question, "DescribeQuorum")
+    """The active KRaft controller (the quorum leader), or -1 while there is none: every broker that answers
+    DescribeQuorum is asked, and the leader of the highest epoch wins — one broker's view may be stale
+    during an election (a random nemesis once aimed a quorum-path toxic at a former leader, which no voter
+    fetched from any more)."""
+    answers: list[tuple[int, int]] = []
+    errors = []
+    for broker in cluster.probe_order():
+        try:
+            leader, epoch = wire.quorum_leader_epoch("127.0.0.1", broker.ext_port, PROBE_TIMEOUT_S)
+        except (OSError, ClusterError) as exc:
+            errors.append(f"broker {broker.node_id}: {exc}")
+            continue
+        cluster.answered(broker)
+        answers.append((epoch, leader))
+    if not answers:
+        raise ClusterError("no broker answered DescribeQuorum: " + "; ".join(errors))
+    return max(answers)[1]
 
 
 def describe_partitions(

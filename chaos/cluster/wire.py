@@ -98,6 +98,12 @@ def api_versions(host: str, port: int, timeout_s: float = 10.0) -> RoundTrip:
 
 def quorum_leader(host: str, port: int, timeout_s: float = 5.0) -> int:
     """The active controller's node id, from DescribeQuorum v0 sent to the broker at ``host:port``."""
+    return quorum_leader_epoch(host, port, timeout_s)[0]
+
+
+def quorum_leader_epoch(host: str, port: int, timeout_s: float = 5.0) -> tuple[int, int]:
+    """The active controller's node id and its leader epoch as the broker at ``host:port`` sees them
+    (DescribeQuorum v0): during an election a broker's answer may be a stale leader with a lower epoch."""
     correlation = next(_correlation)
     topic = b"__cluster_metadata"
     body = (
@@ -122,10 +128,10 @@ def quorum_leader(host: str, port: int, timeout_s: float = 5.0) -> int:
     name_len, pos = _read_uvarint(answer, pos)
     pos += name_len - 1
     _, pos = _read_uvarint(answer, pos)  # partitions array length
-    _index, partition_error, leader = struct.unpack_from(">ihi", answer, pos)
+    _index, partition_error, leader, epoch = struct.unpack_from(">ihii", answer, pos)
     if partition_error:
         raise ClusterError(f"DescribeQuorum via {host}:{port}: partition error code {partition_error}")
-    return int(leader)
+    return int(leader), int(epoch)
 
 
 _METADATA = 3

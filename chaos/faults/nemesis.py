@@ -28,13 +28,15 @@ class Nemesis:
     records when each really happened). A step whose brokers, resolved when it is due, are already hit by
     an active step is skipped (``skipped``): two faults on one broker (a crash under a network cut) could
     not be healed in either order. ``resolved``: step index -> the brokers its fault hit (what
-    :meth:`~chaos.faults.plan.Plan.resolved` turns into a replayable plan). Errors from a step are
-    collected in ``errors`` (the run continues with the next step); the nemesis never asserts anything.
+    :meth:`~chaos.faults.plan.Plan.resolved` turns into a replayable plan). ``must_land``: each fault's
+    (:attr:`~chaos.faults.base.Fault.must_land`). Errors from a step are collected in ``errors`` (the run
+    continues with the next step); the nemesis never asserts anything.
     """
 
-    def __init__(self, cluster: KafkaCluster, log: FaultLog | None = None) -> None:
+    def __init__(self, cluster: KafkaCluster, log: FaultLog | None = None, *, must_land: bool = True) -> None:
         self.cluster = cluster
         self.log = log if log is not None else DEFAULT_LOG
+        self.must_land = must_land
         self.errors: list[str] = []
         self.done: list[Fault] = []
         self.resolved: dict[int, tuple[int, ...]] = {}
@@ -73,6 +75,7 @@ class Nemesis:
         where = f"{step.kind} at {step.at_s}s"
         try:
             fault = build_fault(self.cluster, step, self.log)
+            fault.must_land = self.must_land
             hit = fault.resolve_brokers()
             busy = {b for f in self._active.values() for b in f.brokers}
             if busy & set(hit):

@@ -423,11 +423,12 @@ class ScenarioRun(RunWorkers):
         options.setdefault("group", RUN_GROUP)
         return generate_plan(self.seed, **options)
 
-    def nemesis(self, plan: Plan) -> Nemesis:
+    def nemesis(self, plan: Plan, *, must_land: bool = True) -> Nemesis:
         """Run ``plan`` from now on the run's cluster, its faults in the run's history like :meth:`fault`'s.
         The plan is saved as ``plan.json`` (and in ``scenario.json``); when the run ends, the plan with the
         brokers its faults hit as ``plan.resolved.json`` (what ``chaos replay`` runs). The run stops the
-        nemesis and heals when it ends."""
+        nemesis and heals when it ends. ``must_land=False``: a fault with no effect is evidence, not a
+        precondition of its own (:meth:`unlanded` lists them for a precondition of the scenario's)."""
         if self._nemesis is not None:
             raise ScenarioError("the run's nemesis is already running a plan; one plan per run")
         if self.cluster.brokers and plan.brokers > len(self.cluster.brokers):
@@ -442,8 +443,13 @@ class ScenarioRun(RunWorkers):
             f"nemesis: plan of seed {plan.seed}, {len(plan.steps)} faults over {plan.duration_s:.0f} s "
             f"(at most {plan.max_concurrent} at once)"
         )
-        self._nemesis = Nemesis(self.cluster, self.faults).start(plan.bind(self.topic, self.group))
+        nemesis = Nemesis(self.cluster, self.faults, must_land=must_land)
+        self._nemesis = nemesis.start(plan.bind(self.topic, self.group))
         return self._nemesis
+
+    def unlanded(self) -> list[FaultRecord]:
+        """The run's faults that measured their effect and saw none (the proof: docs/faults.md)."""
+        return [r for r in self.faults.records() if r.effect is not None and not r.effect.observed]
 
     def end_offsets(
         self, timeout_s: float = 10.0, isolation: Isolation = "read_uncommitted"
