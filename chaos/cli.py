@@ -389,8 +389,9 @@ def replay(run_dir: str, audit_engine: str | None, out: str | None) -> None:
     "--out", default=None, help="Where the tries, plan.shrunk.json and shrink.json go (RUN_DIR/shrink)."
 )
 def shrink(run_dir: str, max_tries: int, max_time: str, out: str | None) -> None:
-    """Search for the smallest fault plan that still makes a failing run fail: replay its plan, then
-    smaller ones (faults dropped, windows halved), each a new run, within --max-tries and --max-time.
+    """Search for the smallest fault plan that still makes a failing run fail: smaller plans (faults dropped,
+    windows halved), each replayed as a new run, within --max-tries and --max-time; the run's own plan is
+    replayed only when nothing smaller failed.
     Exit 1: the failure reproduced (the smallest failing plan in OUT/plan.shrunk.json); 3: it did not come
     back; 2: RUN_DIR did not fail, or ran no plan."""
     from chaos.run.durations import parse_duration

@@ -3,18 +3,19 @@
 A run that ran a fault plan and failed is replayed (:mod:`chaos.scenario.replay`) with smaller plans, each
 candidate a whole new run judged by its verdict (``fail``: the failure is still there):
 
-1. **confirm**: the run's own resolved plan, replayed — a failure that does not come back is not shrunk
-   (the result is inconclusive);
-2. **drop faults** as delta debugging does: the steps split in ``n`` chunks, each chunk dropped in turn;
-   a candidate that still fails becomes the plan (``n`` back towards 2), else ``n`` doubles, until single
-   steps were tried;
-3. **shorten windows**: each remaining step's duration halved (not below :data:`MIN_STEP_S`).
+1. **drop faults** as delta debugging does: the steps split in ``n`` chunks, each chunk dropped in turn —
+   the last chunk first, since a candidate's workload ends :attr:`Shrinker.tail_s` after its last heal and
+   a plan without its late faults is the shortest to replay; a candidate that still fails becomes the plan
+   (``n`` back towards 2), else ``n`` doubles, until single steps were tried;
+2. **shorten windows**: each remaining step's duration halved (not below :data:`MIN_STEP_S`);
+3. **confirm**, only when no smaller plan failed: the run's own plan replayed — a failure that does not
+   come back is not shrunk (the result is inconclusive). A smaller plan that failed already proves the
+   failure comes back, and a full-length replay costs as long as the run.
 
-Every candidate's workload ends :attr:`Shrinker.tail_s` after its last heal, so dropping late faults also
-shortens the runs. The search stops at ``max_tries`` replays or ``max_seconds``, whichever comes first, and
-keeps the smallest failing plan found. Everything goes to the output directory: one report directory per
-try (``try-N/``), ``plan.shrunk.json`` and ``shrink.json`` (every attempt: what changed, its verdict, its
-time and run directory).
+The search stops at ``max_tries`` replays or ``max_seconds``, whichever comes first, and keeps the smallest
+failing plan found. Everything goes to the output directory: one report directory per try (``try-N/``),
+``plan.shrunk.json`` and ``shrink.json`` (every attempt: what changed, its verdict, its time and run
+directory).
 """
 
 from __future__ import annotations
@@ -93,17 +94,19 @@ class Shrinker:
     _started: float = 0.0
 
     def run(self) -> Plan | None:
-        """The smallest failing plan found (the original one when nothing smaller fails), or None when the
-        confirmation replay did not fail. ``shrink.json`` and ``plan.shrunk.json`` are written as it goes."""
+        """The smallest failing plan found (the original one when nothing smaller fails but it does), or
+        None when no replay failed (or the budget ran out before one did). ``shrink.json`` and
+        ``plan.shrunk.json`` are written as it goes."""
         self._started = time.monotonic()
         best = self.plan
         try:
-            if self.confirm and not self._fails(best, "confirm: the run's plan, replayed"):
-                self.stopped = "the failure did not come back when the run's plan was replayed"
-                return None
-            self.smallest = best
             best = self._drop_faults(best)
             best = self._shorten_windows(best)
+            if self.smallest is None and self.confirm:
+                if not self._fails(self.plan, "confirm: nothing smaller failed; the run's plan, replayed"):
+                    self.stopped = "the failure did not come back when the run's plan was replayed"
+                    return None
+                self.smallest = self.plan
             self.stopped = "every candidate tried"
         except _Spent as spent:
             self.stopped = str(spent)
@@ -139,7 +142,7 @@ class Shrinker:
         while len(best.steps) > 1:
             size = -(-len(best.steps) // chunks)  # ceil
             groups = [range(i, min(i + size, len(best.steps))) for i in range(0, len(best.steps), size)]
-            for group in groups:
+            for group in reversed(groups):  # late faults first: the shortest replays
                 kept = tuple(s for i, s in enumerate(best.steps) if i not in group)
                 candidate = self._trimmed(replace(best, steps=kept))
                 dropped = "; ".join(_describe(best.steps[i]) for i in group)
