@@ -341,14 +341,10 @@ def scenario_run(
     Exit 0 passed, 1 a test failed, 2 bad input (pytest's usage error 4 included), 130 interrupted (Ctrl-C
     or SIGTERM), as every harness command. Artifacts go to $CHAOS_REPORT_DIR, else ./reports under the
     current directory."""
-    from chaos.run.durations import parse_duration
     from chaos.scenario import find, pytest_args
 
     if duration is not None:
-        try:
-            parse_duration(duration)
-        except ChaosError as exc:
-            raise click.BadParameter(str(exc), param_hint="--duration") from None
+        _seconds(duration, "--duration")
     extra: tuple[str, ...] = ("--kafka-version", kafka_version) if kafka_version else ()
     extra += ("--chaos-group-protocol", group_protocol) if group_protocol else ()
     extra += ("--chaos-audit-engine", audit_engine) if audit_engine else ()
@@ -394,13 +390,9 @@ def shrink(run_dir: str, max_tries: int, max_time: str, out: str | None) -> None
     replayed only when nothing smaller failed.
     Exit 1: the failure reproduced (the smallest failing plan in OUT/plan.shrunk.json); 3: it did not come
     back; 2: RUN_DIR did not fail, or ran no plan."""
-    from chaos.run.durations import parse_duration
     from chaos.scenario.shrink import SHRINK_LOG_FILE, SHRUNK_PLAN_FILE, shrink_run
 
-    try:
-        budget_s = parse_duration(max_time)
-    except ChaosError as exc:
-        raise click.BadParameter(str(exc), param_hint="--max-time") from None
+    budget_s = _seconds(max_time, "--max-time")
     result = shrink_run(Path(run_dir), Path(out) if out else None, max_tries=max_tries, max_seconds=budget_s)
     for attempt in result.attempts:
         _say(
@@ -417,6 +409,16 @@ def shrink(run_dir: str, max_tries: int, max_time: str, out: str | None) -> None
         "red",
     )
     sys.exit(VERDICT_EXIT["fail"])
+
+
+def _seconds(text: str, option: str) -> float:
+    """A duration option's seconds (60, 90s, 5m); a usage error naming the option otherwise."""
+    from chaos.run.durations import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ChaosError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 def _run_pytest(args: list[str]) -> None:

@@ -565,16 +565,21 @@ def _anomaly_rows(
         return []
     from chaos.report.attribution import attribute, partition_events
 
-    events: dict[str, list[Any]] = {}
+    events: dict[str, list[Any]] = {}  # a topic's broker lines, read once
+
+    def events_of(topic: str | None) -> list[Any]:
+        if topic is None:
+            return []
+        if topic not in events:
+            events[topic] = partition_events(logs, topic)
+        return events[topic]
+
     out = []
     for name, report in audit.facts.anomalies:
         status = "fails" if name in audit.failed_by else ("expected" if report.count else "none")
-        around = []
-        for example in report.examples:
-            if status == "fails" and example.topic is not None and example.topic not in events:
-                events[example.topic] = partition_events(logs, example.topic)
-            pairs = events.get(example.topic or "", []) if status == "fails" else []
-            around.append(attribute(example, spans, pairs) if status == "fails" else None)
+        around = [
+            attribute(e, spans, events_of(e.topic)) if status == "fails" else None for e in report.examples
+        ]
         out.append(
             {
                 "name": name,

@@ -204,11 +204,7 @@ def pytest_replayer(again: Replay, timeout_margin_s: float = 900.0) -> Replayer:
     def replay(plan: Plan, out: Path) -> Outcome:
         out.mkdir(parents=True, exist_ok=True)
         plan_file = write_atomic(out / "plan.json", plan.to_json())
-        args = [
-            *replace(again, plan_file=plan_file, plan=plan, out=out).pytest_args(),
-            "-p",
-            "no:cacheprovider",
-        ]
+        args = replace(again, plan_file=plan_file, plan=plan, out=out).pytest_args()
         with (out / "pytest.log").open("w") as log:
             try:
                 subprocess.run(
