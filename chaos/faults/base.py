@@ -20,7 +20,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from chaos.errors import FaultError
 from chaos.faults.targets import AnyTarget, describe_target, resolve
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
 
 Param = int | float | str | bool | tuple[str, ...] | tuple[int, ...]
+_INJECT_FAILED: Final = "inject failed"
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,16 @@ class FaultRecord:
     heal_attempts: int = 0
     notes: tuple[str, ...] = ()
     effect: Effect | None = None
+
+    @property
+    def inject_failed(self) -> bool:
+        """The inject raised: the fault never held (its record keeps the window the attempt took)."""
+        return self.error is not None and self.error.startswith(_INJECT_FAILED)
+
+    @property
+    def proven(self) -> bool:
+        """It ran and measured its effect, and the effect was seen."""
+        return not self.inject_failed and self.effect is not None and self.effect.observed
 
 
 Listener = Callable[[str, FaultRecord], None]
@@ -178,6 +189,12 @@ class Fault(abc.ABC):
     @abc.abstractmethod
     def _heal(self) -> None: ...
 
+    def idle_reason(self) -> str | None:
+        """Why injecting this fault now would change nothing (a preferred election where every preferred
+        replica leads), else None. The nemesis skips such a step instead of running a fault that cannot
+        land; a scenario that injects it anyway gets an :class:`Effect` saying it did nothing."""
+        return None
+
     def _effect(self) -> Effect | None:
         """What the target showed of the fault so far, measured while it still holds (just before its
         heal); None when this kind measures nothing. Override with the kind's own proof."""
@@ -211,7 +228,7 @@ class Fault(abc.ABC):
             try:
                 self._inject()
             except BaseException as exc:
-                self._inject_error = f"inject failed: {exc or type(exc).__name__}"
+                self._inject_error = f"{_INJECT_FAILED}: {exc or type(exc).__name__}"
                 # Ctrl-C or SIGTERM mid-inject: undo at once, the session is ending (see ``interrupted``)
                 self.interrupted = self.interrupted or isinstance(exc, KeyboardInterrupt)
                 self._heal_locked()

@@ -16,10 +16,11 @@ broker. This package does not import the workload: any object with the :class:`F
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from chaos.errors import FaultError
-from chaos.faults.base import Fault, FaultLog
+from chaos.faults.base import Effect, Fault, FaultLog
 from chaos.faults.targets import ActiveController, AnyTarget, Client, CoordinatorOf, FollowerOf, LeaderOf
 
 if TYPE_CHECKING:
@@ -34,6 +35,9 @@ class Freezable(Protocol):
 
     @property
     def running(self) -> bool: ...
+
+    @property
+    def pid(self) -> int | None: ...
 
     def pause(self) -> None: ...
 
@@ -106,8 +110,32 @@ class ClientPause(Fault):
             )
         self.client.pause()
 
+    def _effect(self) -> Effect | None:
+        """Landed when the kernel showed the client's process stopped (state ``T`` in /proc) just before the
+        heal; None when the process has gone (nothing to read)."""
+        state = process_state(self.client.pid)
+        if state is None:
+            return None
+        if state in "Tt":
+            return Effect(True, f"process {self.client.pid} was stopped (state {state}) just before the heal")
+        return Effect(
+            False, f"process {self.client.pid} was in state {state}, not stopped: something thawed it"
+        )
+
     def _heal(self) -> None:
         if not self.client.running:
             self.note(f"client {self.client.name} had exited: nothing to thaw")
             return
         self.client.resume()
+
+
+def process_state(pid: int | None) -> str | None:
+    """The kernel's state letter of process ``pid`` (``S`` sleeping, ``T`` stopped, ...); None when gone."""
+    if pid is None:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # the command name in parentheses may hold spaces
+    return fields[0] if fields else None

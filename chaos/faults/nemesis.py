@@ -27,7 +27,9 @@ class Nemesis:
     overlaps them, in one thread (an inject or heal that takes seconds delays the next event; the history
     records when each really happened). A step whose brokers, resolved when it is due, are already hit by
     an active step is skipped (``skipped``): two faults on one broker (a crash under a network cut) could
-    not be healed in either order. ``resolved``: step index -> the brokers its fault hit (what
+    not be healed in either order; so is a step that would change nothing when it is due
+    (:meth:`~chaos.faults.base.Fault.idle_reason`: a preferred election where the preferred replicas
+    lead). ``resolved``: step index -> the brokers its fault hit (what
     :meth:`~chaos.faults.plan.Plan.resolved` turns into a replayable plan). ``must_land``: each fault's
     (:attr:`~chaos.faults.base.Fault.must_land`). Errors from a step are collected in ``errors`` (the run
     continues with the next step); the nemesis never asserts anything.
@@ -81,6 +83,10 @@ class Nemesis:
             if busy & set(hit):
                 self.skipped.append(index)
                 self.errors.append(f"{where}: skipped, broker(s) {sorted(busy & set(hit))} already hit")
+                return False
+            if idle := fault.idle_reason():
+                self.skipped.append(index)
+                self.errors.append(f"{where}: skipped, {idle}")
                 return False
             fault.inject()
         except Exception as exc:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from chaos.errors import FaultError
-from chaos.faults.base import Fault, FaultLog, Param
+from chaos.faults.base import Effect, Fault, FaultLog, Param
 from chaos.faults.targets import ActiveController, Target
 
 if TYPE_CHECKING:
@@ -139,6 +139,15 @@ class AddPartitions(_TopicOperation):
         )
         self.note(f"{before} -> {self.count} partitions (irreversible: the heal only ends the window)")
 
+    def _effect(self) -> Effect | None:
+        """Landed when the topic's metadata shows the new count (read just before the heal)."""
+        if self.before is None:
+            return None
+        now = len(self._partitions())
+        return Effect(
+            now >= self.count, f"topic {self.topic}: {self.before} -> {now} partitions in the metadata"
+        )
+
 
 class PreferredElection(_TopicOperation):
     """Elect the preferred replica leader of every partition of ``topic`` (or of ``partitions``) that
@@ -170,6 +179,21 @@ class PreferredElection(_TopicOperation):
 
     def _chosen(self, states: list[PartitionState]) -> list[PartitionState]:
         return [p for p in states if self.partitions is None or p.partition in self.partitions]
+
+    def idle_reason(self) -> str | None:
+        states = self._chosen(self._partitions())
+        if states and all(p.replicas and p.leader == p.replicas[0] for p in states):
+            return "every partition asked is led by its preferred replica already"
+        return None
+
+    def _effect(self) -> Effect | None:
+        """Landed when some leadership moved to its preferred replica (seen in the metadata by the inject)."""
+        if not self.moved:
+            return Effect(
+                False, "every partition asked was led by its preferred replica already: nothing moved"
+            )
+        moves = ", ".join(f"p{p}: {old} -> {new}" for p, (old, new) in sorted(self.moved.items()))
+        return Effect(True, f"leadership moved ({moves}), seen in the metadata")
 
     def _inject(self) -> None:
         from confluent_kafka import ElectionType, TopicPartition
@@ -268,8 +292,33 @@ class ReassignReplicas(_TopicOperation):
             ),
         )
 
+    def _state(self) -> PartitionState | None:
+        return next((p for p in self._partitions() if p.partition == self.partition), None)
+
+    def idle_reason(self) -> str | None:
+        state = self._state()
+        if state is not None and tuple(state.replicas) == self.replicas:
+            return f"p{self.partition} is on replicas {list(self.replicas)} already"
+        return None
+
+    def _effect(self) -> Effect | None:
+        """Landed when the partition's metadata lists the new replicas (read just before the heal) and they
+        differ from the ones it had."""
+        if self.original is None:
+            return None
+        state = self._state()
+        now = list(state.replicas) if state is not None else None
+        if tuple(self.original) == self.replicas:
+            return Effect(False, f"p{self.partition} was on replicas {now} already: nothing moved")
+        observed = now == list(self.replicas)
+        return Effect(
+            observed,
+            f"p{self.partition}: replicas {list(self.original)} -> {now} in the metadata (asked "
+            f"{list(self.replicas)})",
+        )
+
     def _inject(self) -> None:
-        state = next((p for p in self._partitions() if p.partition == self.partition), None)
+        state = self._state()
         if state is None:
             raise FaultError(f"reassign_replicas: topic {self.topic} has no partition {self.partition}")
         self.original = state.replicas
@@ -327,6 +376,16 @@ class RemoveBroker(Fault):
         self._until(f"broker {broker_id} fenced", lambda: broker_id not in self._registered())
         unregister_broker(self.cluster, broker_id)
         self.note(f"broker {broker_id} stopped and unregistered")
+
+    def _effect(self) -> Effect | None:
+        """Landed when the quorum's registrations lack the broker (read just before the heal)."""
+        (broker_id,) = self.brokers
+        registered = sorted(self._registered())
+        return Effect(
+            broker_id not in registered,
+            f"registered brokers just before the heal: {registered} (broker {broker_id} "
+            f"{'absent' if broker_id not in registered else 'registered again: something restarted it'})",
+        )
 
     def _heal(self) -> None:
         (broker_id,) = self.brokers

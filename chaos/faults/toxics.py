@@ -83,12 +83,42 @@ class _ProxyFault(Fault):
     def resolve_brokers(self) -> tuple[int, ...]:
         return () if isinstance(self.target, Client) else super().resolve_brokers()
 
+    _packets_before: dict[str, int] | None = None
+    _activity = "crossed"
+
     def _proxies(self) -> list[str]:
         if isinstance(self.target, Client):
             return [broker.proxy(self.paths[0]) for broker in self.cluster.brokers]
         (broker_id,) = self.brokers
         broker = self.cluster.broker(broker_id)
         return [broker.proxy(p) for p in self.paths]
+
+    def _start_measure(self) -> None:
+        """Read the packet meter once the fault is in place (the meter's first start must not delay it)."""
+        try:
+            self._packets_before = proxy_packets(self.cluster)
+        except FaultError as exc:
+            self.note(f"effect not measured: {exc}")
+        if self._packets_before is None and (problem := meter_problem(self.cluster)):
+            self.note(f"effect not measured: {problem}")
+
+    def _effect(self) -> Effect | None:
+        """Landed when packets reached one of its proxies' listen ports while it held (the cluster's packet
+        meter, :mod:`chaos.faults.meter`): the traffic it stood in — for a toxic, the bytes it worked on;
+        for a refusal, the connection attempts it turned away."""
+        if self._packets_before is None:
+            return None
+        after = proxy_packets(self.cluster)
+        if after is None:
+            return None
+        moved = {p: after.get(p, 0) - self._packets_before.get(p, 0) for p in self._proxies()}
+        if any(n < 0 for n in moved.values()):  # a new meter (Toxiproxy restarted): counts began anew
+            return None
+        total = sum(moved.values())
+        detail = ", ".join(f"{proxy}: {n}" for proxy, n in moved.items())
+        if total:
+            return Effect(True, f"{total} packets {self._activity} its proxies while it held ({detail})")
+        return Effect(False, f"no packet crossed its proxies while it held ({detail}): nothing used them")
 
 
 class Refuse(_ProxyFault):
@@ -111,9 +141,12 @@ class Refuse(_ProxyFault):
     def params(self) -> dict[str, Param]:
         return {"paths": tuple(self.paths)}
 
+    _activity = "were turned away at"
+
     def _inject(self) -> None:
         for proxy in self._proxies():
             self.cluster.toxiproxy.set_enabled(proxy, False)
+        self._start_measure()
 
     def _heal(self) -> None:
         for proxy in self._proxies():
@@ -151,7 +184,6 @@ class Toxic(_ProxyFault):
         self.paths = paths
         self.direction = direction
         self._applied: list[tuple[str, str]] = []
-        self._packets_before: dict[str, int] | None = None
 
     def params(self) -> dict[str, Param]:
         return {"paths": tuple(self.paths), "direction": self.direction, **self.attributes}
@@ -167,29 +199,7 @@ class Toxic(_ProxyFault):
                 name = f"chaos-{self.toxic_type}-{stream}"
                 self.cluster.toxiproxy.add_toxic(proxy, name, self.toxic_type, stream, self.attributes, 1.0)
                 self._applied.append((proxy, name))
-        try:  # after the toxic is in place: the meter's first start must not delay it
-            self._packets_before = proxy_packets(self.cluster)
-        except FaultError as exc:
-            self.note(f"effect not measured: {exc}")
-        if self._packets_before is None and (problem := meter_problem(self.cluster)):
-            self.note(f"effect not measured: {problem}")
-
-    def _effect(self) -> Effect | None:
-        """Landed when packets crossed one of its proxies' listen ports while it held (the cluster's
-        packet meter, :mod:`chaos.faults.meter`): the traffic its toxic stood in."""
-        if self._packets_before is None:
-            return None
-        after = proxy_packets(self.cluster)
-        if after is None:
-            return None
-        moved = {p: after.get(p, 0) - self._packets_before.get(p, 0) for p in self._proxies()}
-        if any(n < 0 for n in moved.values()):  # a new meter (Toxiproxy restarted): counts began anew
-            return None
-        total = sum(moved.values())
-        detail = ", ".join(f"{proxy}: {n}" for proxy, n in moved.items())
-        if total:
-            return Effect(True, f"{total} packets crossed its proxies while it held ({detail})")
-        return Effect(False, f"no packet crossed its proxies while it held ({detail}): nothing used them")
+        self._start_measure()
 
     def _heal(self) -> None:
         while self._applied:

@@ -451,6 +451,11 @@ class ScenarioRun(RunWorkers):
         """The run's faults that measured their effect and saw none (the proof: docs/faults.md)."""
         return [r for r in self.faults.records() if r.effect is not None and not r.effect.observed]
 
+    def unproven(self) -> list[FaultRecord]:
+        """The run's faults that held (their inject succeeded) without proof that they landed: no effect
+        seen, or none measured (a cut whose broker stopped, a toxic across a Toxiproxy restart)."""
+        return [r for r in self.faults.records() if not r.inject_failed and not r.proven]
+
     def end_offsets(
         self, timeout_s: float = 10.0, isolation: Isolation = "read_uncommitted"
     ) -> dict[int, int]:

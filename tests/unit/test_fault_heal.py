@@ -673,6 +673,28 @@ def test_a_toxic_on_a_proxy_nothing_used_did_nothing(cluster: FakeCluster) -> No
     assert "no packet crossed its proxies while it held (ext-2: 0)" in toxic.record.effect.evidence
 
 
+def test_a_refusal_lands_when_connection_attempts_reached_its_closed_ports(cluster: FakeCluster) -> None:
+    toxiproxy = cluster.toxiproxy_docker.netns
+    toxiproxy.named_packets = {"ext-1": 10, "int-1": 4, "ctl-1": 7}
+    refuse = _make(Refuse, cluster, 1).inject()
+    toxiproxy.named_packets = {"ext-1": 13, "int-1": 4, "ctl-1": 7}  # 3 more SYNs on ext, each rule
+    refuse.heal()
+    assert refuse.record.effect is not None
+    assert refuse.record.effect.observed
+    assert refuse.record.effect.evidence == (
+        "6 packets were turned away at its proxies while it held (ext-1: 6, int-1: 0, ctl-1: 0)"
+    )
+
+
+def test_a_refusal_nobody_dialled_did_nothing(cluster: FakeCluster) -> None:
+    cluster.toxiproxy_docker.netns.named_packets = {"ext-2": 5}
+    refuse = _make(Refuse, cluster, 2, paths=("ext",)).inject()
+    refuse.heal()
+    assert refuse.record.effect is not None
+    assert not refuse.record.effect.observed
+    assert "no packet crossed its proxies while it held (ext-2: 0)" in refuse.record.effect.evidence
+
+
 def test_no_effect_is_claimed_across_a_toxiproxy_restart(cluster: FakeCluster) -> None:
     cluster.toxiproxy_docker.netns.named_packets = {"ext-1": 100}
     wedged = _make(Latency, cluster, 1, ms=500).inject()

@@ -1,6 +1,7 @@
-"""ClientPause on a real process (``sleep``): frozen by the inject (state ``T`` in /proc), running again after
-the heal, recorded in the fault log with the client as its target and no broker; a client gone before the
-heal is healed with a note; one not running is refused before anything is recorded as active."""
+"""ClientPause on a real process (``sleep``): frozen by the inject (state ``T`` in /proc, read again just
+before the heal as its proof of landing), running again after the heal, recorded in the fault log with the
+client as its target and no broker; a client gone before the heal is healed with a note; one not running is
+refused before anything is recorded as active."""
 
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ class Sleeper:
     @property
     def running(self) -> bool:
         return self.proc.poll() is None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
 
     def pause(self) -> None:
         self.proc.send_signal(signal.SIGSTOP)
@@ -74,6 +79,9 @@ def test_a_paused_client_is_frozen_until_the_heal_and_recorded(sleeper: Sleeper)
     assert (record.kind, record.target, record.brokers) == ("client_pause", "producer-0", ())
     assert record.error is None
     assert record.healed_at is not None
+    assert record.effect is not None, record.effect
+    assert record.effect.observed, record.effect
+    assert record.effect.evidence == f"process {sleeper.pid} was stopped (state T) just before the heal"
     inject, heal = fault_event("r", "inject", record), fault_event("r", "heal", record)
     assert (inject.target, heal.target, heal.error) == ("producer-0", "producer-0", None)
 
@@ -87,6 +95,20 @@ def test_a_client_gone_before_the_heal_is_healed_with_a_note(sleeper: Sleeper) -
     (record,) = log.records()
     assert record.healed_at is not None
     assert record.notes == ("client producer-0 had exited: nothing to thaw",)
+    assert record.effect is None  # nothing left to read: no claim either way
+
+
+def test_a_client_thawed_behind_the_faults_back_did_not_hold(sleeper: Sleeper) -> None:
+    log = FaultLog()
+    fault = ClientPause(NoCluster(), sleeper, log=log).inject()  # type: ignore[arg-type]
+    assert wait_state(sleeper, "T") == "T"
+    sleeper.proc.send_signal(signal.SIGCONT)  # something else thawed it before the heal
+    assert wait_state(sleeper, "S") == "S"
+    fault.heal()
+    (record,) = log.records()
+    assert record.effect is not None
+    assert not record.effect.observed
+    assert "not stopped: something thawed it" in record.effect.evidence
 
 
 def test_a_client_not_running_is_refused(sleeper: Sleeper) -> None:

@@ -1,14 +1,17 @@
-"""Cluster operations as faults without Docker: their validation, their record, a refused operation."""
+"""Cluster operations as faults without Docker: their validation, their record, a refused operation, the
+proof that one landed (the metadata shows it), and when one would change nothing (the nemesis skips it)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from chaos.cluster import introspect
 from chaos.errors import FaultError
 from chaos.faults.base import FaultLog
-from chaos.faults.operations import AddPartitions, PreferredElection, ReassignReplicas
+from chaos.faults.operations import AddPartitions, PreferredElection, ReassignReplicas, RemoveBroker
 from chaos.run.events import PartitionState
 
 
@@ -85,3 +88,126 @@ def test_a_reassignment_of_a_missing_partition_is_refused_before_the_cluster_is_
     (record,) = log.records()
     assert (record.kind, record.target) == ("reassign_replicas", "topic t")
     assert dict(record.params) == {"topic": "t", "partition": 5, "replicas": (2, 3), "revert": True}
+
+
+# ---- the proof that an operation landed, and the steps a nemesis skips --------------------------------
+
+
+class Election:
+    """What ``admin().elect_leaders(...)`` returns: the result per partition (None: elected)."""
+
+    def __init__(self, cluster: MovingCluster, partitions: list[Any]) -> None:
+        self.cluster, self.partitions = cluster, partitions
+
+    def result(self, timeout: float) -> dict[Any, None]:
+        for tp in self.partitions:
+            state = self.cluster.states[tp.partition]
+            self.cluster.states[tp.partition] = replace(state, leader=state.replicas[0])
+        return {tp: None for tp in self.partitions}
+
+
+class MovingCluster(TopicCluster):
+    """A topic whose partitions move when asked: elections, reassignments, unregistrations."""
+
+    def __init__(self, topic: str, count: int) -> None:
+        super().__init__(topic, count)
+        self.registered = {1, 2, 3}
+
+    def admin(self) -> Any:
+        cluster = self
+
+        class Admin:
+            def elect_leaders(self, election_type: Any, partitions: list[Any]) -> Election:
+                return Election(cluster, partitions)
+
+        return Admin()
+
+
+@pytest.fixture
+def moving(monkeypatch: pytest.MonkeyPatch) -> MovingCluster:
+    cluster = MovingCluster("t", 2)
+
+    def reassign(kafka: Any, topic: str, replicas: dict[int, tuple[int, ...]]) -> None:
+        for p, ids in replicas.items():
+            cluster.states[p] = replace(cluster.states[p], replicas=ids, isr=ids, leader=ids[0])
+
+    monkeypatch.setattr(introspect, "alter_reassignments", reassign)
+    return cluster
+
+
+def test_a_preferred_election_that_moved_a_leader_landed(moving: MovingCluster) -> None:
+    moving.states[1] = replace(moving.states[1], leader=3)
+    election = PreferredElection(moving, "t", log=FaultLog())  # type: ignore[arg-type]
+    assert election.idle_reason() is None
+    election.inject().heal()
+    assert election.record is not None
+    assert election.record.effect is not None
+    assert election.record.effect.observed
+    assert election.record.effect.evidence == "leadership moved (p1: 3 -> 1), seen in the metadata"
+    assert moving.states[1].leader == 1
+
+
+def test_a_preferred_election_with_nothing_to_move_is_idle_and_did_nothing(moving: MovingCluster) -> None:
+    election = PreferredElection(moving, "t", (0,), log=FaultLog())  # type: ignore[arg-type]
+    assert election.idle_reason() == "every partition asked is led by its preferred replica already"
+    election.inject().heal()
+    assert election.record is not None
+    assert election.record.effect is not None
+    assert not election.record.effect.observed
+    assert election.record.proven is False
+
+
+def test_a_reassignment_landed_when_the_metadata_lists_the_new_replicas(moving: MovingCluster) -> None:
+    move = ReassignReplicas(moving, "t", 0, (3, 1, 2), log=FaultLog())  # type: ignore[arg-type]
+    assert move.idle_reason() is None
+    move.inject().heal()
+    assert move.record is not None
+    assert move.record.effect is not None
+    assert move.record.effect.observed
+    assert (
+        move.record.effect.evidence == "p0: replicas [1, 2, 3] -> [3, 1, 2] in the metadata (asked [3, 1, 2])"
+    )
+    assert moving.states[0].replicas == (1, 2, 3)  # moved back by the heal
+
+
+def test_a_reassignment_to_the_replicas_it_has_is_idle(moving: MovingCluster) -> None:
+    move = ReassignReplicas(moving, "t", 1, (1, 2, 3), log=FaultLog())  # type: ignore[arg-type]
+    assert move.idle_reason() == "p1 is on replicas [1, 2, 3] already"
+    move.inject().heal()
+    assert move.record is not None
+    assert move.record.effect is not None
+    assert not move.record.effect.observed
+
+
+def test_added_partitions_landed_when_the_metadata_counts_them(moving: MovingCluster) -> None:
+    grow = AddPartitions(moving, "t", 3, log=FaultLog())  # type: ignore[arg-type]
+    grow.before = 2  # as its inject found it (CreatePartitions needs a real admin client)
+    moving.states.append(PartitionState(topic="t", partition=2, leader=2, isr=(2,), replicas=(2,)))
+    effect = grow._effect()
+    assert effect is not None
+    assert effect.observed
+    assert effect.evidence == "topic t: 2 -> 3 partitions in the metadata"
+
+
+def test_a_removed_broker_landed_while_the_quorum_lacked_its_registration(
+    moving: MovingCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Container:
+        def stop(self, timeout: int) -> None:
+            moving.registered.discard(2)  # fenced once stopped
+
+    class Broker:
+        docker = Container()
+
+    monkeypatch.setattr(moving, "broker", lambda node_id: Broker(), raising=False)
+    monkeypatch.setattr(introspect, "registered_brokers", lambda kafka: set(moving.registered))
+    monkeypatch.setattr(introspect, "unregister_broker", lambda kafka, broker_id: None)
+    removal = RemoveBroker(moving, 2, log=FaultLog())  # type: ignore[arg-type]
+    removal._heal = lambda: moving.registered.add(2)  # type: ignore[method-assign]  # no container to start
+    removal.inject().heal()
+    assert removal.record is not None
+    assert removal.record.effect is not None
+    assert removal.record.effect.observed
+    assert (
+        removal.record.effect.evidence == "registered brokers just before the heal: [1, 3] (broker 2 absent)"
+    )

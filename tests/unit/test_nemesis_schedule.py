@@ -1,5 +1,6 @@
 """The nemesis runs overlapping steps on one thread, heals each after its duration, skips a step whose
-broker an active step already hits, and reports what each step hit (the resolved plan's input)."""
+broker an active step already hits or that would change nothing, and reports what each step hit (the
+resolved plan's input)."""
 
 from __future__ import annotations
 
@@ -101,3 +102,27 @@ def test_a_failed_inject_is_an_error_and_the_plan_goes_on(
     assert nemesis.wait(10)
     assert nemesis.errors == ["pause at 0.0s: inject: no leader to target"]
     assert nemesis.resolved == {1: (1,)}
+
+
+def test_a_step_that_would_change_nothing_is_skipped_with_the_reason(
+    cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Idle(OnBroker):
+        def idle_reason(self) -> str | None:
+            return "every partition asked is led by its preferred replica already"
+
+    def build(kafka: KafkaCluster, step: FaultStep, log: Any) -> Fault:
+        kind = Idle if step.kind == "preferred_election" else OnBroker
+        return kind(kafka, step.target, log=log)
+
+    monkeypatch.setattr(chaos.faults.nemesis, "build_fault", build)
+    plan = Plan(1, 3, (FaultStep(0.0, 0.1, "preferred_election", 2), FaultStep(0.1, 0.1, "pause", 1)))
+    log = FaultLog()
+    nemesis = Nemesis(cluster, log).start(plan)
+    assert nemesis.wait(10)
+    assert nemesis.skipped == [0]
+    assert nemesis.errors == [
+        "preferred_election at 0.0s: skipped, every partition asked is led by its preferred replica already"
+    ]
+    assert nemesis.resolved == {1: (1,)}
+    assert [r.kind for r in log.records()] == ["on_broker"]  # the skipped step left no fault behind
