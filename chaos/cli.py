@@ -164,6 +164,23 @@ def clean(run_ids: tuple[str, ...], everything: bool) -> None:
         _say("  to remove them anyway (their sessions then fail): `chaos clean --run-id ID` or `--all`")
 
 
+def _streams(values: tuple[str, ...]) -> dict[str, str]:
+    """``--stream`` values as producer -> guarantee; a malformed one is a usage error (exit 2)."""
+    from chaos.run.terms import GUARANTEES
+
+    streams: dict[str, str] = {}
+    for value in values:
+        name, _, claimed = value.partition("=")
+        if not name or claimed not in GUARANTEES:
+            raise click.BadParameter(
+                f"{value!r}: expected PRODUCER=GUARANTEE, GUARANTEE one of {', '.join(GUARANTEES)} "
+                "(e.g. --stream producer-1=at_least_once)",
+                param_hint="--stream",
+            )
+        streams[name] = claimed
+    return streams
+
+
 @cli.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL.")
@@ -175,6 +192,15 @@ def clean(run_ids: tuple[str, ...], everything: bool) -> None:
     show_default=True,
     help="The guarantee the client profile claims.",
 )
+@click.option(
+    "--stream",
+    "streams",
+    multiple=True,
+    metavar="PRODUCER=GUARANTEE",
+    callback=lambda ctx, param, value: _streams(value),
+    help="Judge PRODUCER's values by GUARANTEE instead of --guarantee (repeatable; a run's audit.json "
+    "lists the streams its scenario declared).",
+)
 @click.option("--bootstrap", default=None, help="Read the topic through Kafka (default: the drain's reads).")
 @click.option("--topic", "topics", multiple=True, help="Topic to read with --bootstrap (repeatable).")
 def audit(
@@ -182,6 +208,7 @@ def audit(
     spark_master: str,
     engine: str,
     guarantee: str,
+    streams: dict[str, str],
     bootstrap: str | None,
     topics: tuple[str, ...],
 ) -> None:
@@ -200,6 +227,7 @@ def audit(
         master=spark_master,
         topic=topic,
         write=False,
+        streams=streams,
     )
     try:
         write_audit(run_dir, result)

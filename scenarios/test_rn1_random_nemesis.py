@@ -22,7 +22,7 @@ replicas lead) is skipped, not run. A failure found stands whichever fault did n
 fault now and then finds no traffic (a quorum-path toxic on a controller that just lost its leadership),
 and the loss the others caused is real all the same.
 
-Variants (both claim ``at_least_once``):
+Variants (each claims ``at_least_once`` for the group's reads; ``mixed`` judges each producer by its own):
 
 - ``vulnerable`` — acks=1, min.insync.replicas=1, unclean leader election on: a crashed or cut leader's
   unreplicated acknowledged writes are lost. Expected verdict **fail** — found within minutes, not
@@ -31,6 +31,11 @@ Variants (both claim ``at_least_once``):
 - ``remediated`` — acks=all with idempotence, min.insync.replicas=2, unclean election off: whatever the
   plan does, no acknowledged value is lost, none unread, none reordered. Expected verdict **pass**; its
   ci-length run (60 s of faults) is part of ``make chaos``.
+- ``mixed`` — the same topic and group, but ``producer-0`` runs the idempotent profile and ``producer-1`` a
+  plain one (acks=all, retries, no idempotence), each handed its profile (``run.producer(client=...)``): the
+  audit judges each producer's values by the guarantee its client claims — a duplicate of ``producer-1``'s
+  in the log is its accepted price, one of ``producer-0``'s fails the run — and the rest by the variant's.
+  Expected **pass**; its ci-length run is part of ``make chaos``.
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ MIN_FINDING_S = 300.0
 ROTATE_S = 20.0
 QUIET = 0.2
 CONCURRENCY = 2
+STREAMS: dict[str, tuple[str, ...]] = {"mixed": ("idempotent", "at_least_once")}
+"""Per variant, each producer's own client profile: each is a stream the audit judges by that profile's
+guarantee (the other variants' producers run the variant's)."""
 SETTLE_S = 120.0
 """Bound on each wait after the plan: the brokers agreeing, the group catching up."""
 
@@ -77,6 +85,14 @@ SCENARIO = Scenario(
             producer_config={"acks": "all", "enable.idempotence": True},
             topic_config={"min.insync.replicas": 2, "unclean.leader.election.enable": False},
         ),
+        Variant(
+            "mixed",
+            "an idempotent producer (judged by idempotent) beside a plain acks=all one (at_least_once), "
+            "min.insync.replicas=2, unclean leader election off",
+            expected_verdict="pass",
+            client_profile="idempotent",
+            topic_config={"min.insync.replicas": 2, "unclean.leader.election.enable": False},
+        ),
     ),
     remediation=(
         "acks=all with idempotence, replication.factor 3, min.insync.replicas=2, unclean election off.",
@@ -94,8 +110,11 @@ def test_random(run: ScenarioRun) -> None:
     workload_s = length_s + 4 * SETTLE_S  # the producers are stopped when the plan is done
     for m in range(MEMBERS):
         run.member(f"consumer-{m}", duration_s=workload_s)
+    profiles = STREAMS.get(run.variant.name, (None,) * PRODUCERS)
     producers = [
-        run.producer(f"producer-{p}", rate=RATE, duration_s=workload_s, flush_timeout_s=30.0)
+        run.producer(
+            f"producer-{p}", rate=RATE, duration_s=workload_s, flush_timeout_s=30.0, client=profiles[p]
+        )
         for p in range(PRODUCERS)
     ]
     run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from chaos.errors import AuditError
+from chaos.run.events import producer_of
 
 Isolation = Literal["read_uncommitted", "read_committed"]
 ISOLATION_LEVELS: Final[tuple[str, ...]] = ("read_uncommitted", "read_committed")
@@ -188,11 +189,14 @@ class Example:
 
 @dataclass(frozen=True, slots=True)
 class AnomalyReport:
-    """How many instances of one anomaly, and the first ``max_examples`` of them in
-    :meth:`Example.sort_key` order."""
+    """How many instances of one anomaly, the first ``max_examples`` of them in :meth:`Example.sort_key`
+    order, and ``by_producer``: the instances per producer named in their value id (sorted by producer;
+    an instance without one of ours — a foreign record — is in ``count`` only). The verdict judges each
+    producer's share by the guarantee its stream claims (:func:`chaos.gate.policy.judge`)."""
 
     count: int
     examples: tuple[Example, ...] = ()
+    by_producer: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         _need(_is_int(self.count), self, "count", "an int >= 0", self.count)
@@ -203,9 +207,23 @@ class AnomalyReport:
             f"at most count={self.count} items",
             len(self.examples),
         )
+        producers = [p for p, _ in self.by_producer]
+        _need(
+            producers == sorted(set(producers))
+            and all(_is_int(n) and n > 0 for _, n in self.by_producer)
+            and sum(n for _, n in self.by_producer) <= self.count,
+            self,
+            "by_producer",
+            f"(producer, count > 0) pairs sorted by producer, summing to at most count={self.count}",
+            self.by_producer,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"count": self.count, "examples": [e.to_dict() for e in self.examples]}
+        return {
+            "count": self.count,
+            "examples": [e.to_dict() for e in self.examples],
+            "by_producer": dict(self.by_producer),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -506,9 +524,19 @@ class AuditFacts:
         }
 
 
-def make_report(examples: list[Example], count: int, max_examples: int) -> AnomalyReport:
-    """An :class:`AnomalyReport` keeping the first ``max_examples`` of ``examples`` in sort-key order."""
-    return AnomalyReport(count, tuple(sorted(examples, key=Example.sort_key)[:max_examples]))
+def make_report(
+    examples: list[Example], count: int, max_examples: int, by_producer: Mapping[str, int] | None = None
+) -> AnomalyReport:
+    """An :class:`AnomalyReport` keeping the first ``max_examples`` of ``examples`` in sort-key order.
+    ``by_producer``: the count per producer (None: counted from ``examples``, which are then every
+    instance)."""
+    if by_producer is None:
+        by_producer = Counter(p for e in examples if (p := producer_of(e.value_id)) is not None)
+    return AnomalyReport(
+        count,
+        tuple(sorted(examples, key=Example.sort_key)[:max_examples]),
+        tuple(sorted((p, n) for p, n in by_producer.items() if n)),
+    )
 
 
 def nearest_rank(sorted_values: list[float], percentile: int) -> float | None:

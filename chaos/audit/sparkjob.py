@@ -95,6 +95,7 @@ from chaos.audit.model import (
 )
 from chaos.errors import AuditError
 from chaos.history.windows import fault_windows
+from chaos.run.events import VALUE_ID_PRODUCER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -367,8 +368,15 @@ def _parts(
         .withColumn("rn", F.row_number().over(ordered))
         .where(F.col("rn") <= max(options.max_examples, 1))
     )
+    producer = F.regexp_extract("value_id", VALUE_ID_PRODUCER, 1)
+    by_producer = (
+        instances.where(producer != "")
+        .groupBy("run_id", "anomaly", producer.alias("producer"))
+        .agg(F.count(F.lit(1)).alias("n"))
+    )
     parts = [
         examples.select(F.lit("example").alias("part"), "run_id", "anomaly", "n", "rn", *_EXAMPLE_COLUMNS),
+        by_producer.withColumn("part", F.lit("by_producer")),
         per_value.groupBy("run_id")
         .agg(*(F.sum(c).alias(c) for c in _COUNTS))
         .withColumn("part", F.lit("totals")),
@@ -1470,6 +1478,9 @@ def _facts(
     runs = sorted(r.run_id for r in by_part["run"])
     counts: dict[tuple[str, str], int] = {}
     found_examples: dict[tuple[str, str], list[Example]] = defaultdict(list)
+    per_producer: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    for e in by_part["by_producer"]:
+        per_producer[(e.run_id, e.anomaly)][e.producer] = e.n
     for e in by_part["example"]:
         counts[(e.run_id, e.anomaly)] = e.n
         if e.rn <= options.max_examples:
@@ -1489,7 +1500,15 @@ def _facts(
     result: dict[str, AuditFacts] = {}
     for run in runs:
         anomalies = tuple(
-            (name, make_report(found_examples[(run, name)], counts.get((run, name), 0), options.max_examples))
+            (
+                name,
+                make_report(
+                    found_examples[(run, name)],
+                    counts.get((run, name), 0),
+                    options.max_examples,
+                    per_producer[(run, name)],
+                ),
+            )
             for name in ANOMALIES
         )
         t = totals_of.get(run)

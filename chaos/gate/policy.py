@@ -58,12 +58,14 @@ class AuditResult:
     verdict: Verdict
     failed_by: tuple[str, ...]
     expected: tuple[str, ...]
+    streams: tuple[tuple[str, Guarantee], ...] = ()
+    """Producers whose values were judged by a guarantee of their own (sorted); the others by
+    ``guarantee``."""
 
     def __post_init__(self) -> None:
-        if self.guarantee not in GUARANTEES:
-            raise UnknownGuarantee(
-                f"guarantee: expected one of {', '.join(GUARANTEES)}; got {self.guarantee!r}"
-            )
+        for claimed in (self.guarantee, *(g for _, g in self.streams)):
+            if claimed not in GUARANTEES:
+                raise UnknownGuarantee(f"guarantee: expected one of {', '.join(GUARANTEES)}; got {claimed!r}")
         if self.verdict not in VERDICTS:
             raise AuditError(
                 f"AuditResult.verdict: expected one of {', '.join(VERDICTS)}; got {self.verdict!r}"
@@ -77,6 +79,7 @@ class AuditResult:
             "engine": self.engine,
             "failed_by": list(self.failed_by),
             "expected": list(self.expected),
+            "streams": dict(self.streams),
             "facts": self.facts.to_dict(),
         }
 
@@ -95,6 +98,7 @@ class AuditResult:
             data["verdict"],
             tuple(data.get("failed_by", ())),
             tuple(data.get("expected", ())),
+            tuple(sorted(data.get("streams", {}).items())),
         )
 
 
@@ -113,7 +117,11 @@ def _facts_from_dict(facts: Mapping[str, Any], run_id: str) -> AuditFacts:
             return AnomalyReport(0)
         if found is None:
             raise KeyError(name)
-        return AnomalyReport(int(found["count"]), tuple(Example(**e) for e in found.get("examples", ())))
+        return AnomalyReport(
+            int(found["count"]),
+            tuple(Example(**e) for e in found.get("examples", ())),
+            tuple(sorted((str(p), int(n)) for p, n in found.get("by_producer", {}).items())),
+        )
 
     anomalies = tuple((name, report(name)) for name in ANOMALIES)
     av = facts["availability"]
@@ -150,13 +158,35 @@ def _facts_from_dict(facts: Mapping[str, Any], run_id: str) -> AuditFacts:
     )
 
 
-def judge(facts: AuditFacts, guarantee: str, engine: str) -> AuditResult:
-    """Apply the policy of ``guarantee`` to ``facts``."""
-    if guarantee not in GUARANTEES:
-        raise UnknownGuarantee(f"guarantee: expected one of {', '.join(GUARANTEES)}; got {guarantee!r}")
-    fatal = FATAL[guarantee]
-    counts = facts.counts()
-    failed_by = tuple(name for name in ANOMALIES if counts[name] and name in fatal)
-    expected = tuple(name for name in ANOMALIES if counts[name] and name not in fatal)
-    verdict: Verdict = "unknown" if facts.problems else ("fail" if failed_by else "pass")
-    return AuditResult(facts, guarantee, engine, verdict, failed_by, expected)  # type: ignore[arg-type]
+def judge(
+    facts: AuditFacts, guarantee: str, engine: str, streams: Mapping[str, str] | None = None
+) -> AuditResult:
+    """Apply the policy of ``guarantee`` to ``facts``. ``streams``: producer -> the guarantee its client
+    claims, for producers whose values are judged by their own: an anomaly's instances on such a
+    producer's values (:attr:`~chaos.audit.model.AnomalyReport.by_producer`) fail the verdict when that
+    guarantee forbids the anomaly, the rest when ``guarantee`` does."""
+    streams = dict(streams or {})
+    for claimed in (guarantee, *streams.values()):
+        if claimed not in GUARANTEES:
+            raise UnknownGuarantee(f"guarantee: expected one of {', '.join(GUARANTEES)}; got {claimed!r}")
+    failed: list[str] = []
+    seen: list[str] = []
+    for name, report in facts.anomalies:
+        if not report.count:
+            continue
+        seen.append(name)
+        own = {p: n for p, n in report.by_producer if p in streams}
+        rest = report.count - sum(own.values())
+        if any(name in FATAL[streams[p]] for p in own) or (rest > 0 and name in FATAL[guarantee]):
+            failed.append(name)
+    expected = tuple(name for name in seen if name not in failed)
+    verdict: Verdict = "unknown" if facts.problems else ("fail" if failed else "pass")
+    return AuditResult(
+        facts,
+        guarantee,  # type: ignore[arg-type]
+        engine,
+        verdict,
+        tuple(failed),
+        expected,
+        tuple(sorted(streams.items())),  # type: ignore[arg-type]
+    )

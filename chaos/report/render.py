@@ -524,6 +524,7 @@ def build_page(
             shlex.join(
                 [".venv/bin/chaos", "audit", str(path)]
                 + (["--guarantee", summary.guarantee] if summary.guarantee else [])
+                + [f"--stream={p}={g}" for p, g in (audit.streams if audit is not None else ())]
             ),
             shlex.join([".venv/bin/chaos", "report", str(path)]),
         ],
@@ -588,6 +589,7 @@ def _anomaly_rows(
                 "text": explain(name),
                 "examples": list(zip(report.examples, around, strict=True)),
                 "more": report.count - len(report.examples),
+                "by_producer": report.by_producer if audit.streams else (),
             }
         )
     return out

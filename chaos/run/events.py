@@ -81,6 +81,9 @@ _NAME_RE: Final = re.compile(NAME_PATTERN)
 _TOPIC_RE: Final = re.compile(r"[A-Za-z0-9._\-]{1,249}")
 _ERROR_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
 _VALUE_ID_RE: Final = re.compile(rf"(?:{NAME_PATTERN}):(?:{NAME_PATTERN}):(?:0|[1-9][0-9]*)")
+VALUE_ID_PRODUCER: Final = rf"^(?:{NAME_PATTERN}):({NAME_PATTERN}):(?:0|[1-9][0-9]*)$"
+"""A value id, its producer as group 1 (the same pattern in Python and in Spark's ``regexp_extract``)."""
+_VALUE_ID_PRODUCER_RE: Final = re.compile(VALUE_ID_PRODUCER)
 
 # Validating names is on the hot path (every event); the set of names a run uses is small.
 _known_names: set[str] = set()
@@ -105,6 +108,14 @@ def _fail(owner: object, name: str, expected: str, value: object) -> InvalidEven
 def value_id_for(run_id: str, producer: str, seq: int) -> str:
     """The unique id of one produced value: ``"{run_id}:{producer}:{seq}"``."""
     return f"{run_id}:{producer}:{seq}"
+
+
+def producer_of(value_id: str | None) -> str | None:
+    """The producer named in ``value_id``; None for no value id or a foreign payload."""
+    if type(value_id) is not str:
+        return None
+    found = _VALUE_ID_PRODUCER_RE.match(value_id)
+    return found.group(1) if found else None
 
 
 def parse_value_id(value_id: str) -> tuple[str, str, int]:

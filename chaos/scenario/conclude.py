@@ -39,12 +39,14 @@ def conclude(
     strict_symptoms: bool,
     options: AuditOptions = DEFAULT_OPTIONS,
     isolations: Sequence[Isolation] = ("read_uncommitted", "read_committed"),
+    streams: Mapping[str, str] | None = None,
 ) -> ScenarioResult:
     """Audit (with ``options``) and judge the run in ``context.run_dir`` (its history closed).
 
     ``isolations``: the levels the topic's contents are read at — the final drain's (the reference engine
     reads the drain) and Spark's reads of the topic through Kafka alike, so both engines judge the same
-    contents (a transactional output read at ``read_committed`` only has no aborted copies)."""
+    contents (a transactional output read at ``read_committed`` only has no aborted copies).
+    ``streams``: producers judged by a guarantee of their own (:attr:`RunWorkers.streams`)."""
     from chaos.audit.run import TopicSource
     from chaos.gate.run import audit_run
 
@@ -63,6 +65,7 @@ def conclude(
         master=spark_master,
         topic=topic,
         options=options,
+        streams=streams,
     )
     result = ScenarioResult(
         run_dir=run_dir,

@@ -260,6 +260,7 @@ class ScenarioRun(RunWorkers):
             strict_symptoms=self.strict_symptoms,
             options=options,
             isolations=isolations,
+            streams=self.streams,
         )
         for record in self.faults.records():
             if record.effect is not None and record.effect.required:  # no proof it landed: inconclusive

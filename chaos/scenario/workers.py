@@ -32,6 +32,7 @@ from chaos.workload import (
     TransactionalProducer,
     TxnProducerSpec,
     producer_config,
+    profile,
 )
 
 INTROSPECT_PROCESS: Final = "introspect"
@@ -46,6 +47,9 @@ class RunWorkers:
         """True while the run stops its workers because the session was interrupted (Ctrl-C, SIGTERM):
         the harness's closers then cut their flushes short."""
         self._samplers: dict[str, ClusterSampler] = {}
+        self.streams: dict[str, str] = {}
+        """Producer -> the guarantee of the client profile it was handed (``client=``): its values are
+        judged by that guarantee, the rest by the variant's (:func:`chaos.gate.policy.judge`)."""
 
     @property
     def context(self) -> RunContext:
@@ -63,6 +67,24 @@ class RunWorkers:
         if client_path is None:
             return self.context
         return dataclasses.replace(self.context, bootstrap_servers=self.client_bootstrap(client_path))
+
+    def stream_context(
+        self, name: str, client: ClientProfile | str | None, client_path: str | None = None
+    ) -> RunContext:
+        """The context of producer ``name``: the run's (on ``client_path``), with ``client`` — a profile or
+        a profile's name — in place of the variant's when given, which makes ``name`` a stream of its own
+        (:attr:`streams`)."""
+        context = self.context_on(client_path)
+        if client is None:
+            return context
+        chosen = profile(client) if isinstance(client, str) else client
+        if self.streams.get(name, chosen.guarantee) != chosen.guarantee:
+            raise ScenarioError(
+                f"producer {name} already claims {self.streams[name]}; a stream keeps one guarantee (give "
+                "the other producer another name)"
+            )
+        self.streams[name] = chosen.guarantee
+        return dataclasses.replace(context, client=chosen)
 
     def on_close(self, closer: Callable[[], None]) -> None:
         """Run ``closer`` when the run ends (before healing), e.g. to stop a group member."""
@@ -123,9 +145,11 @@ class RunWorkers:
         overrides: Sequence[tuple[str, Any]] = (),
         flush_timeout_s: float = 30.0,
         client_path: str | None = None,
+        client: ClientProfile | str | None = None,
     ) -> ProducerWorker:
         """Start a producer with the variant's client configuration; joined (or stopped) by the caller.
-        ``client_path``: see :meth:`context_on`."""
+        ``client_path``: see :meth:`context_on`. ``client``: a client profile of its own (see
+        :meth:`stream_context`)."""
         spec = ProducerSpec(
             name=name,
             rate=rate,
@@ -134,7 +158,7 @@ class RunWorkers:
             flush_timeout_s=flush_timeout_s,
             overrides=tuple(overrides),
         )
-        worker = ProducerWorker(self.context_on(client_path), spec)
+        worker = ProducerWorker(self.stream_context(name, client, client_path), spec)
         self.on_close(lambda: _quiet(lambda: worker.stop(hasty=self.interrupting)))
         return worker.start()
 
@@ -149,11 +173,13 @@ class RunWorkers:
         overrides: Sequence[tuple[str, Any]] = (),
         flush_timeout_s: float = 30.0,
         client_path: str | None = None,
+        client: ClientProfile | str | None = None,
     ) -> ProcessProducer:
         """Start a producer in a child process (:mod:`chaos.workload.producer_process`) that checkpoints what
         it considers sent (``checkpoint``: the last ack or the last send) in the run's directory: ``crash()``
         SIGKILLs it, ``start()`` again resumes at the checkpoint, ``pause()`` / ``resume()`` freeze it. The
-        run stops it when it ends (unless it was killed). ``client_path``: see :meth:`context_on`."""
+        run stops it when it ends (unless it was killed). ``client_path``: see :meth:`context_on`;
+        ``client``: see :meth:`stream_context`."""
         spec = ProcessProducerSpec(
             name=name,
             rate=rate,
@@ -163,7 +189,7 @@ class RunWorkers:
             flush_timeout_s=flush_timeout_s,
             overrides=tuple(overrides),
         )
-        worker = ProcessProducer(self.context_on(client_path), spec)
+        worker = ProcessProducer(self.stream_context(name, client, client_path), spec)
 
         def close() -> None:
             if worker.running:
@@ -183,7 +209,7 @@ class RunWorkers:
         crash_in_txn: int | None = None,
         freeze_in_txn: int | None = None,
         overrides: Mapping[str, Any] | None = None,
-        client: ClientProfile | None = None,
+        client: ClientProfile | str | None = None,
         flush_timeout_s: float = 30.0,
         abort_rate: float = 0.0,
         abort_txns: tuple[int, ...] = (),
@@ -191,9 +217,10 @@ class RunWorkers:
         """Start a transactional producer (:mod:`chaos.workload.txn_producer`) in a child process: the
         producer's sends in transactions of ``txn_size``, every transaction's begin and end recorded, so the
         audit judges each send by its transaction. ``client``: a transactional client profile when the
-        variant's is not (default: the variant's). ``crash_in_txn`` / ``freeze_in_txn``: the transaction in
-        which it SIGKILLs / SIGSTOPs itself (``resume()`` thaws it). The run stops it when it ends (unless
-        it was killed); ``wait()``, ``stop()``, ``crash()``, ``pause()`` / ``resume()`` are the caller's.
+        variant's is not (default: the variant's; see :meth:`stream_context`). ``crash_in_txn`` /
+        ``freeze_in_txn``: the transaction in which it SIGKILLs / SIGSTOPs itself (``resume()`` thaws it).
+        The run stops it when it ends (unless it was killed); ``wait()``, ``stop()``, ``crash()``,
+        ``pause()`` / ``resume()`` are the caller's.
         ``abort_rate`` / ``abort_txns``: transactions aborted on purpose (drawn from the run's seed)."""
         spec = TxnProducerSpec(
             name=name,
@@ -209,8 +236,7 @@ class RunWorkers:
             flush_timeout_s=flush_timeout_s,
             overrides=tuple((overrides or {}).items()),
         )
-        context = self.context if client is None else dataclasses.replace(self.context, client=client)
-        worker = TransactionalProducer(context, spec)
+        worker = TransactionalProducer(self.stream_context(name, client), spec)
 
         def close() -> None:
             if worker.returncode != -signal.SIGKILL:  # a crash (crash_in_txn, crash()) is already over

@@ -493,3 +493,35 @@ def test_a_failing_examples_faults_and_broker_lines_are_shown_beside_it(plain_ht
     assert "during network_cut broker-2" in examples
     assert "broker-1.log.gz: [Partition chaos-sample-1 broker=1] Shrinking ISR from 1,2,3 to 1,3" in examples
     assert "heartbeat ok" not in examples  # only lines about the partition's history
+
+
+def test_a_run_judged_per_stream_says_so_and_counts_each_producers_share(tmp_path: Path) -> None:
+    """producer-0 claims at-most-once of its own: its two lost writes are its accepted price, the run
+    passes, and the page says by which guarantee each producer was judged."""
+    from dataclasses import replace
+
+    from chaos.audit.model import AnomalyReport
+    from chaos.gate.policy import AuditResult, judge
+
+    run = tmp_path / "streams"
+    write_sample_run(run, seconds=SECONDS, rate=RATE)
+    saved = AuditResult.from_dict(json.loads((run / "audit.json").read_text(encoding="utf-8")))
+    anomalies = tuple(
+        (name, replace(report, by_producer=(("producer-0", report.count),)) if report.count else report)
+        for name, report in saved.facts.anomalies
+    )
+    facts = replace(saved.facts, anomalies=anomalies)
+    assert isinstance(facts.anomaly("lost_acked"), AnomalyReport)
+    result = judge(facts, "at_least_once", "reference", {"producer-0": "at_most_once"})
+    assert result.verdict == "pass"
+    (run / "audit.json").write_text(result.to_json(), encoding="utf-8")
+    (run / "evidence.json").unlink(missing_ok=True)
+    html = render_run(run).page.read_text(encoding="utf-8")
+    banner = _text(_banner(html))
+    assert "Judged per stream: producer-0 's values by at_most_once ; every other value by at_least_once" in (
+        banner
+    )
+    table = html[html.index('class="anomalies"') :]
+    table = _text(table[: table.index("</table>")])
+    assert "lost_acked 2 producer-0 2 expected" in table
+    assert "--stream=producer-0=at_most_once" in html
