@@ -25,9 +25,10 @@ class Nemesis:
 
     Steps start at their ``at_s`` and heal after their ``duration_s``, several at once when the plan
     overlaps them, in one thread (an inject or heal that takes seconds delays the next event; the history
-    records when each really happened). A step whose brokers, resolved when it is due, are already hit by
-    an active step is skipped (``skipped``): two faults on one broker (a crash under a network cut) could
-    not be healed in either order; so is a step that would change nothing when it is due
+    records when each really happened; a step injected late still holds for its whole ``duration_s``, so a
+    short window is never cut shorter than planned). A step whose brokers, resolved when it is due, are
+    already hit by an active step is skipped (``skipped``): two faults on one broker (a crash under a network
+    cut) could not be healed in either order; so is a step that would change nothing when it is due
     (:meth:`~chaos.faults.base.Fault.idle_reason`: a preferred election where the preferred replicas
     lead). ``resolved``: step index -> the brokers its fault hit (what
     :meth:`~chaos.faults.plan.Plan.resolved` turns into a replayable plan). ``must_land``: each fault's
@@ -67,7 +68,9 @@ class Nemesis:
                 if action == _HEAL:
                     self._heal(index, f"{step.kind} at {step.at_s}s")
                 elif self._inject(index, plan):
-                    heapq.heappush(due, (step.end_s, _HEAL, index))
+                    # a late inject (the thread was busy with a slow heal) still holds its whole window
+                    late = max(0.0, time.monotonic() - began - step.at_s)
+                    heapq.heappush(due, (step.end_s + late, _HEAL, index))
         finally:
             for index in sorted(self._active, reverse=True):
                 self._heal(index, "final heal")

@@ -26,8 +26,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from chaos.errors import FaultError
+from chaos.errors import ClusterError, FaultError
 from chaos.faults.base import Effect, Fault, FaultLog, Param
+from chaos.faults.process import container_effect
 from chaos.faults.targets import ActiveController, Target
 
 if TYPE_CHECKING:
@@ -336,8 +337,9 @@ class RemoveBroker(Fault):
     """Take a broker out of the cluster: stop it (``docker stop``: a controlled shutdown moves its
     leaderships), wait until the cluster fences it, then remove its registration (KRaft UnregisterBroker) —
     what an operator does to decommission a node. Its partitions keep it in their replica lists (Kafka does
-    not move them by itself): they stay under-replicated. The heal starts the same container again; the
-    broker registers anew and catches up."""
+    not move them by itself): they stay under-replicated. The heal starts the same container again and
+    waits until the broker registers anew (a broker that does not — its registration removed again by an
+    unregistration the quorum applied late — is restarted once more)."""
 
     kind = "remove_broker"
 
@@ -378,9 +380,16 @@ class RemoveBroker(Fault):
         self.note(f"broker {broker_id} stopped and unregistered")
 
     def _effect(self) -> Effect | None:
-        """Landed when the quorum's registrations lack the broker (read just before the heal)."""
+        """Landed when the quorum's registrations lack the broker (read just before the heal); when no broker
+        answers then (the quorum down under another fault), when its container was still stopped — the
+        inject saw it fenced and unregistered."""
         (broker_id,) = self.brokers
-        registered = sorted(self._registered())
+        try:
+            registered = sorted(self._registered())
+        except ClusterError as exc:
+            held = container_effect(self, ("exited", "dead"), "stopped")
+            why = str(exc).splitlines()[0]
+            return Effect(held.observed, f"{held.evidence}; the registrations could not be read then ({why})")
         return Effect(
             broker_id not in registered,
             f"registered brokers just before the heal: {registered} (broker {broker_id} "
@@ -393,4 +402,15 @@ class RemoveBroker(Fault):
             self.cluster.restart_broker(broker_id, self.restart_timeout_s, wait=False)
             return
         self.cluster.restart_broker(broker_id, self.restart_timeout_s)
-        self._until(f"broker {broker_id} registered again", lambda: broker_id in self._registered())
+        registered_again = f"broker {broker_id} registered again"
+        try:
+            self._until(registered_again, lambda: broker_id in self._registered())
+        except FaultError as exc:
+            # UnregisterBroker names no broker epoch: one the quorum applied late (its request timed out
+            # while the quorum was down, then went through) removes the registration of the broker we just
+            # started, which then heartbeats with a stale epoch forever (STALE_BROKER_EPOCH) and never
+            # registers again. A new process registers anew.
+            self.note(f"{str(exc).splitlines()[0]}: restarting its process to register anew")
+            self.cluster.broker(broker_id).docker.stop(timeout=30)
+            self.cluster.restart_broker(broker_id, self.restart_timeout_s)
+            self._until(registered_again, lambda: broker_id in self._registered())

@@ -271,6 +271,18 @@ class _Draw:
         return LeaderOf(self.topic, self.partition(rng))
 
 
+DELAY_MARGIN_S: Final = 2.0
+"""A toxic that holds traffic back (latency, reset_peer's timeout) lasts this much longer than its delay."""
+
+
+def _held_at_least(params: dict[str, Param]) -> float:
+    """The shortest window in which a toxic's traffic can cross its proxy: a request answered after
+    ``latency + jitter`` ms (or reset after ``timeout`` ms) moves no packet before then — measured, a 1.2 s
+    latency held for 0.9 s saw none — so the window outlasts the delay by :data:`DELAY_MARGIN_S`."""
+    delay_ms = sum(v for key in ("ms", "jitter_ms", "timeout_ms") if isinstance(v := params.get(key), int))
+    return _ms(delay_ms / 1000 + DELAY_MARGIN_S) if delay_ms else 0.0
+
+
 def _draw_step(rng: random.Random, kind: str, draw: _Draw) -> tuple[Target, dict[str, Param]]:
     """The target and parameters of one step of ``kind``."""
     if kind in ("preferred_election", "reassign_replicas"):
@@ -389,9 +401,10 @@ def generate_plan(
         if active and kind in CLUSTER_KINDS:  # alone: draw again once the others healed
             now = _ms(max(end for end, _ in active) + 0.5)
             continue
+        target, params = _draw_step(rng, kind, draw)
+        length = max(length, _held_at_least(params))
         if now + length > duration_s:
             break
-        target, params = _draw_step(rng, kind, draw)
         steps.append(FaultStep(now, length, kind, target, tuple(sorted(params.items()))))
         active.append((now + length, kind in CLUSTER_KINDS))
         if concurrency > 1 and rng.random() < 0.5:  # the next one starts while this one holds

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
 
 
-def _container_effect(fault: Fault, held: tuple[str, ...], word: str) -> Effect:
+def container_effect(fault: Fault, held: tuple[str, ...], word: str) -> Effect:
     """Landed when the broker's container was still ``held`` (its Docker status) just before the heal: the
     fault held its whole window — no restart policy, operator or other tool undid it."""
     (broker_id,) = fault.brokers
@@ -54,7 +54,7 @@ class Crash(Fault):
         self.cluster.broker(broker_id).docker.kill()
 
     def _effect(self) -> Effect | None:
-        return _container_effect(self, ("exited", "dead"), "down")
+        return container_effect(self, ("exited", "dead"), "down")
 
     def _heal(self) -> None:
         (broker_id,) = self.brokers
@@ -90,7 +90,7 @@ class Pause(Fault):
     kind = "pause"
 
     def _effect(self) -> Effect | None:
-        return _container_effect(self, ("paused",), "paused")
+        return container_effect(self, ("paused",), "paused")
 
     def _inject(self) -> None:
         import docker.errors

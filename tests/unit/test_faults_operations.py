@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chaos.cluster import introspect
-from chaos.errors import FaultError
+from chaos.errors import ClusterError, FaultError
 from chaos.faults.base import FaultLog
 from chaos.faults.operations import AddPartitions, PreferredElection, ReassignReplicas, RemoveBroker
 from chaos.run.events import PartitionState
@@ -210,4 +210,76 @@ def test_a_removed_broker_landed_while_the_quorum_lacked_its_registration(
     assert removal.record.effect.observed
     assert (
         removal.record.effect.evidence == "registered brokers just before the heal: [1, 3] (broker 2 absent)"
+    )
+
+
+class Stoppable:
+    """A broker's container for RemoveBroker: stopping it fences the broker; its status as Docker says."""
+
+    def __init__(self, cluster: MovingCluster, broker_id: int) -> None:
+        self.cluster, self.broker_id, self.status = cluster, broker_id, "running"
+        self.stops = 0
+
+    def stop(self, timeout: int) -> None:
+        self.stops += 1
+        self.status = "exited"
+        self.cluster.registered.discard(self.broker_id)
+
+    def reload(self) -> None:
+        pass
+
+
+@pytest.fixture
+def removable(moving: MovingCluster, monkeypatch: pytest.MonkeyPatch) -> tuple[MovingCluster, Stoppable]:
+    container = Stoppable(moving, 2)
+    late = {"unregistrations": 1}  # one unregistration the quorum applies after the broker came back
+
+    def restart_broker(node_id: int, timeout_s: float) -> float:
+        container.status = "running"
+        if late["unregistrations"]:
+            late["unregistrations"] -= 1  # registers, and is unregistered behind its back: stale epoch
+        else:
+            moving.registered.add(node_id)
+        return 1.0
+
+    class Broker:
+        docker = container
+
+    monkeypatch.setattr(moving, "broker", lambda node_id: Broker(), raising=False)
+    monkeypatch.setattr(moving, "restart_broker", restart_broker, raising=False)
+    monkeypatch.setattr(introspect, "registered_brokers", lambda kafka: set(moving.registered))
+    monkeypatch.setattr(introspect, "unregister_broker", lambda kafka, broker_id: None)
+    return moving, container
+
+
+def test_a_broker_unregistered_behind_its_back_is_restarted_until_it_registers(
+    removable: tuple[MovingCluster, Stoppable],
+) -> None:
+    cluster, container = removable
+    removal = RemoveBroker(cluster, 2, timeout_s=0.5, log=FaultLog())  # type: ignore[arg-type]
+    removal.inject().heal()
+    assert 2 in cluster.registered
+    assert container.stops == 2  # the remove, then the restart of a process stuck on a stale epoch
+    assert removal.record is not None
+    assert any("restarting its process to register anew" in n for n in removal.record.notes)
+    assert removal.record.error is None
+
+
+def test_a_removal_proven_by_its_container_when_no_broker_answers(
+    removable: tuple[MovingCluster, Stoppable], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster, _ = removable
+    removal = RemoveBroker(cluster, 2, timeout_s=0.5, log=FaultLog())  # type: ignore[arg-type]
+    removal.inject()
+
+    def down(kafka: Any) -> set[int]:
+        raise ClusterError("no broker answered Metadata: broker 1: timed out")
+
+    monkeypatch.setattr(introspect, "registered_brokers", down)
+    effect = removal._effect()
+    assert effect is not None
+    assert effect.observed
+    assert effect.evidence == (
+        "broker 2's container was exited just before the heal; the registrations could not be read then "
+        "(no broker answered Metadata: broker 1: timed out)"
     )

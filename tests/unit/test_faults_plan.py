@@ -130,6 +130,23 @@ def test_a_random_mix_is_byte_identical_per_seed_and_keeps_its_bounds(seed: int)
     assert all(len(kinds) <= 3 for kinds in periods.values())
 
 
+def test_a_toxic_that_delays_traffic_holds_longer_than_its_delay() -> None:
+    """A 1.2 s latency held for 0.9 s saw no packet cross its proxy (RN1 strong seed 2, session 14): a
+    window must outlast the delay for traffic to show it."""
+    steps = [s for seed in range(20) for s in generate_plan(seed, duration_s=600, **RANDOM).steps]  # type: ignore[arg-type]
+    delayed = [s for s in steps if s.kind in ("latency", "reset_peer")]
+    assert len(delayed) > 20
+
+    def delay_s(step: FaultStep) -> float:
+        params = dict(step.params)
+        return sum(v for k in ("ms", "jitter_ms", "timeout_ms") if isinstance(v := params.get(k), int)) / 1000
+
+    for step in delayed:
+        assert step.duration_s >= delay_s(step) + 2.0 - 1e-9, step
+    lengthened = [s for s in delayed if abs(s.duration_s - (delay_s(s) + 2.0)) < 1e-6]
+    assert lengthened  # drawn shorter than the delay asks, and lengthened to it
+
+
 def test_random_mixes_overlap_rotate_and_draw_every_kind_and_role() -> None:
     plans = [generate_plan(seed, duration_s=600, **RANDOM) for seed in range(20)]  # type: ignore[arg-type]
     assert any(p.max_concurrent == 2 for p in plans)

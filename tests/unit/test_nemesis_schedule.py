@@ -126,3 +126,30 @@ def test_a_step_that_would_change_nothing_is_skipped_with_the_reason(
     ]
     assert nemesis.resolved == {1: (1,)}
     assert [r.kind for r in log.records()] == ["on_broker"]  # the skipped step left no fault behind
+
+
+def test_a_step_injected_late_still_holds_its_whole_window(
+    cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Step 1 is due while step 0's heal takes 0.6 s (a broker restarting): injected late, it still holds
+    its planned 0.3 s instead of being healed at once."""
+    held: dict[int, list[float]] = {}
+
+    class Timed(OnBroker):
+        def _inject(self) -> None:
+            held.setdefault(self.target, []).append(time.monotonic())  # type: ignore[arg-type]
+
+        def _heal(self) -> None:
+            held[self.target].append(time.monotonic())  # type: ignore[index]
+            if self.target == 1:
+                time.sleep(0.6)
+
+    monkeypatch.setattr(
+        chaos.faults.nemesis, "build_fault", lambda kafka, step, log: Timed(kafka, step.target, log=log)
+    )
+    plan = Plan(1, 3, (FaultStep(0.0, 0.1, "crash", 1), FaultStep(0.2, 0.3, "pause", 2)))
+    nemesis = Nemesis(cluster).start(plan)
+    assert nemesis.wait(10)
+    inject, heal = held[2]
+    assert inject - held[1][0] >= 0.6  # late: after step 0's slow heal
+    assert heal - inject >= 0.3 - 0.02  # and still its whole window
