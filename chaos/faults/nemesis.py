@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from chaos.errors import FaultError
 from chaos.faults.base import DEFAULT_LOG, Fault, FaultLog
 from chaos.faults.heal import heal_all
-from chaos.faults.plan import Plan, build_fault
+from chaos.faults.plan import CLUSTER_KINDS, FaultStep, Plan, build_fault
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -81,6 +81,10 @@ class Nemesis:
         try:
             fault = build_fault(self.cluster, step, self.log)
             fault.must_land = self.must_land
+            if crowded := self._crowded(step, plan):
+                self.skipped.append(index)
+                self.errors.append(f"{where}: skipped, {crowded}")
+                return False
             hit = fault.resolve_brokers()
             busy = {b for f in self._active.values() for b in f.brokers}
             if busy & set(hit):
@@ -98,6 +102,18 @@ class Nemesis:
         self._active[index] = fault
         self.resolved[index] = fault.brokers
         return True
+
+    def _crowded(self, step: FaultStep, plan: Plan) -> str | None:
+        """Why ``step`` would exceed the plan's concurrency now: a late step keeps its whole window
+        (:meth:`_run`), so the faults that hold at once are bounded here, as the plan bounds them."""
+        active = [plan.steps[i].kind for i in self._active]
+        if not active:
+            return None
+        if step.kind in CLUSTER_KINDS or any(kind in CLUSTER_KINDS for kind in active):
+            return f"{step.kind} may not hold beside {', '.join(active)} (a whole-cluster fault runs alone)"
+        if len(active) >= max(plan.max_concurrent, 1):
+            return f"{len(active)} faults already hold (the plan's most at once: {plan.max_concurrent})"
+        return None
 
     def _heal(self, index: int, where: str) -> None:
         fault = self._active.get(index)

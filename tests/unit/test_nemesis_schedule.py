@@ -153,3 +153,32 @@ def test_a_step_injected_late_still_holds_its_whole_window(
     inject, heal = held[2]
     assert inject - held[1][0] >= 0.6  # late: after step 0's slow heal
     assert heal - inject >= 0.3 - 0.02  # and still its whole window
+
+
+def test_late_steps_never_hold_more_faults_at_once_than_the_plan(
+    cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One at a time in the plan: B is injected late (behind A's 0.4 s heal) and keeps its window, so C,
+    due while B still holds, is skipped instead of making two at once (RN1 strong seed 3, session 14:
+    three faults held together and no broker could start alone)."""
+
+    class SlowHeal(OnBroker):
+        def _heal(self) -> None:
+            super()._heal()
+            if self.target == 1:
+                time.sleep(0.4)
+
+    monkeypatch.setattr(
+        chaos.faults.nemesis, "build_fault", lambda kafka, step, log: SlowHeal(kafka, step.target, log=log)
+    )
+    plan = Plan(
+        1,
+        3,
+        (FaultStep(0.0, 0.2, "crash", 1), FaultStep(0.25, 0.2, "crash", 2), FaultStep(0.5, 0.2, "crash", 3)),
+    )
+    assert plan.max_concurrent == 1
+    nemesis = Nemesis(cluster).start(plan)
+    assert nemesis.wait(10)
+    assert nemesis.skipped == [2]
+    assert nemesis.errors == ["crash at 0.5s: skipped, 1 faults already hold (the plan's most at once: 1)"]
+    assert OnBroker.held == [(1, "inject"), (1, "heal"), (2, "inject"), (2, "heal")]
