@@ -91,6 +91,7 @@ SCENARIO = Scenario(
             "min.insync.replicas=2, unclean leader election off",
             expected_verdict="pass",
             client_profile="idempotent",
+            producer_config={"acks": "all", "enable.idempotence": True},
             topic_config={"min.insync.replicas": 2, "unclean.leader.election.enable": False},
         ),
     ),
