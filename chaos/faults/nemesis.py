@@ -67,10 +67,12 @@ class Nemesis:
                 step = plan.steps[index]
                 if action == _HEAL:
                     self._heal(index, f"{step.kind} at {step.at_s}s")
-                elif self._inject(index, plan):
-                    # a late inject (the thread was busy with a slow heal) still holds its whole window
+                else:
+                    # an inject started late (the thread was busy with a slow heal) still holds its whole
+                    # window; the inject's own time (a reassignment's wait) is part of the window
                     late = max(0.0, time.monotonic() - began - step.at_s)
-                    heapq.heappush(due, (step.end_s + late, _HEAL, index))
+                    if self._inject(index, plan):
+                        heapq.heappush(due, (step.end_s + late, _HEAL, index))
         finally:
             for index in sorted(self._active, reverse=True):
                 self._heal(index, "final heal")

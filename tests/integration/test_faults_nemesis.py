@@ -38,13 +38,21 @@ def test_nemesis_runs_the_plan_and_heals(kafka_cluster: KafkaCluster, nemesis: N
     before = len(DEFAULT_LOG.records())
     nemesis.start(Plan.from_json(plan.to_json()))
     assert nemesis.wait(120)
-    assert nemesis.errors == []
+    # the reassignment's revert may hand leadership back to the preferred replica: then the election has
+    # nothing to move and is skipped (Fault.idle_reason), never run as a fault that cannot land
+    idle = (
+        "preferred_election at 1.5s: skipped, every partition asked is led by its preferred replica already"
+    )
+    assert nemesis.errors in ([], [idle])
     records = DEFAULT_LOG.records()[before:]
     kinds = ["reassign_replicas", "preferred_election", "latency", "pause", "refuse", "remove_broker"]
+    if nemesis.errors:
+        kinds.remove("preferred_election")
     assert [r.kind for r in records] == kinds
     assert all(r.healed_at is not None and r.error is None for r in records)
-    assert records[0].target == records[1].target == f"topic {topic}"
-    assert records[3].brokers[0] in {1, 2, 3}
+    assert records[0].target == f"topic {topic}"
+    paused = next(r for r in records if r.kind == "pause")
+    assert paused.brokers[0] in {1, 2, 3}
     assert kafka_cluster.partition(topic, 0).replicas == replicas  # the reassignment reverted
     for broker in kafka_cluster.brokers:
         assert broker.status() == "running"
