@@ -81,21 +81,15 @@ class Nemesis:
         step = plan.steps[index]
         where = f"{step.kind} at {step.at_s}s"
         try:
-            fault = build_fault(self.cluster, step, self.log)
-            fault.must_land = self.must_land
-            if crowded := self._crowded(step, plan):
+            skip = self._crowded(step, plan)
+            if skip is None:
+                fault = build_fault(self.cluster, step, self.log)
+                fault.must_land = self.must_land
+                busy = {b for f in self._active.values() for b in f.brokers} & set(fault.resolve_brokers())
+                skip = f"broker(s) {sorted(busy)} already hit" if busy else fault.idle_reason()
+            if skip is not None:
                 self.skipped.append(index)
-                self.errors.append(f"{where}: skipped, {crowded}")
-                return False
-            hit = fault.resolve_brokers()
-            busy = {b for f in self._active.values() for b in f.brokers}
-            if busy & set(hit):
-                self.skipped.append(index)
-                self.errors.append(f"{where}: skipped, broker(s) {sorted(busy & set(hit))} already hit")
-                return False
-            if idle := fault.idle_reason():
-                self.skipped.append(index)
-                self.errors.append(f"{where}: skipped, {idle}")
+                self.errors.append(f"{where}: skipped, {skip}")
                 return False
             fault.inject()
         except Exception as exc:
