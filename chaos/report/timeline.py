@@ -28,7 +28,7 @@ from chaos.history.windows import fault_windows
 MAX_BUCKETS: Final = 1800
 """At most this many time buckets per chart: 1 s buckets up to 30 minutes, wider beyond."""
 MAX_PARTITION_TRACES: Final = 24
-ERROR_LEVELS: Final = frozenset({"emerg", "alert", "crit", "error", "warning"})
+ERROR_LEVELS: Final = frozenset({"emergency", "alert", "critical", "error", "warning"})
 
 STALL_SHADE_S: Final = 1.0
 """Consume stalls at least this long are shaded and named; shorter ones are the group's ordinary polling."""

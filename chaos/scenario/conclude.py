@@ -78,6 +78,7 @@ def conclude(
         checks=EvidenceLog(strict_symptoms),
     )
     result.check_declared(symptoms)
+    result.record_client_failures()
     write_evidence(run_dir, result.evidence)
     return result
 

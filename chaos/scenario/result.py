@@ -13,6 +13,7 @@ from chaos.run.evidence import Evidence, EvidenceLog, write_evidence
 from chaos.run.manifest import ExpectedSymptom
 from chaos.scenario.model import ScenarioError
 from chaos.workload import DrainSummary
+from chaos.workload.producer import CLIENT_FATAL
 
 if TYPE_CHECKING:
     from chaos.gate.policy import AuditResult
@@ -98,6 +99,16 @@ class ScenarioResult:
             f"symptoms observed {seen}/{len(evidence.symptoms)}"
             + (f"; inconclusive: {'; '.join(evidence.reasons())}" if evidence.unmet_preconditions() else "")
         )
+
+    def record_client_failures(self) -> None:
+        """Record each client's fatal error the history shows (the worker closed the instance and, within
+        its bound, started a new one: :func:`chaos.workload.producer.produce_paced`) as an observed symptom:
+        evidence the report shows, never the verdict — the audit judges what the records show."""
+        for event in self.events:
+            if isinstance(event, ClientLog) and event.fatal and event.facility == CLIENT_FATAL:
+                self.symptom(
+                    f"{event.process}'s client failed fatally ({event.error})", True, event.message[:500]
+                )
 
     def check_declared(self, symptoms: Sequence[ExpectedSymptom]) -> None:
         """Record each declared ``error_code`` / ``client_log`` symptom as observed or not in the history

@@ -11,6 +11,7 @@ shared with the transactional producer (:mod:`chaos.workload.txn_producer`).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -22,7 +23,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from chaos.errors import ConfigError, WorkloadError
 from chaos.run.context import RunContext
-from chaos.run.events import NAME_PATTERN, SendInvoke, SendOutcome, value_id_for
+from chaos.run.events import NAME_PATTERN, ClientLog, SendInvoke, SendOutcome, value_id_for
 from chaos.workload.common import ClientLogBridge, error_name, error_text
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
@@ -30,6 +31,12 @@ from chaos.workload.profiles import ConfigValue, config_items, producer_layers
 
 ENQUEUE_GIVE_UP_S: Final = 5.0  # BufferError for this long (queue never drains) -> fail _QUEUE_FULL
 HASTY_FLUSH_S: Final = 1.0  # an interrupted session: a CI cancel leaves seconds, not a delivery timeout
+FATAL_FLUSH_S: Final = 5.0  # a client that failed fatally delivers nothing more: its reports, then close
+MAX_INSTANCES: Final = 4
+"""A producer whose client fails fatally is closed and replaced by a new instance, as an application must
+(Jepsen replaces a crashed client's process); after this many instances failed the stream ends."""
+CLIENT_FATAL: Final = "CLIENT_FATAL"
+"""The facility of the ``client_log`` line recording a client's fatal error and what the worker did."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +205,8 @@ class SendRecorder:
                 producer.poll(0.05)
             except KafkaException as exc:
                 self._resolve_sync(vid, error_name(exc), error_text(exc), retriable=False)
+                if is_fatal(exc):
+                    raise  # the instance is unusable: the caller replaces it (produce_paced)
                 return vid
 
     def _resolve_sync(self, vid: str, error: str, message: str, *, retriable: bool) -> None:
@@ -268,6 +277,11 @@ class SendRecorder:
         if kind == "ok" and self._on_ack is not None:
             self._on_ack(int(vid.rpartition(":")[2]))
 
+    def reopen(self) -> None:
+        """Take delivery reports again: a new client instance replaces a closed one."""
+        with self._lock:
+            self._closed = False
+
     def close(self, producer: Producer, flush_timeout_s: float) -> None:
         """Flush with a timeout; purge what is left so it reports; record anything still silent as info."""
         remaining = producer.flush(flush_timeout_s)
@@ -293,6 +307,70 @@ class SendRecorder:
                     mono=now,
                 )
             )
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """Whether ``exc`` is a client's fatal error: the instance can do nothing more and must be replaced."""
+    return isinstance(exc, KafkaException) and bool(exc.args) and _fatal_error(exc.args[0])
+
+
+def _fatal_error(err: object) -> bool:
+    return isinstance(err, KafkaError) and bool(err.fatal())
+
+
+def produce_paced(
+    context: RunContext,
+    config: dict[str, Any],
+    sends: SendRecorder,
+    pace: Pacer,
+    flush_timeout_s: Callable[[], float],
+    after_send: Callable[[int], None] | None = None,
+) -> None:
+    """Send ``pace``'s values through a producer built from ``config``, recorded by ``sends``; close it
+    (flush bounded by ``flush_timeout_s()``, read at close time). A fatal client error (librdkafka's
+    idempotent producer gives up: ``_INCONSISTENT``, ``_GAPLESS_GUARANTEE``…) is the client's behaviour
+    under test, not a harness failure: the instance is closed (its unacknowledged sends recorded as their
+    reports say, or unknown), the error recorded as a ``critical`` ``client_log`` line (facility
+    :data:`CLIENT_FATAL`, ``fatal`` true), and a new instance continues the sequence — at most
+    :data:`MAX_INSTANCES` instances, then the stream ends. Any other error propagates."""
+    for instance in range(1, MAX_INSTANCES + 1):
+        producer = Producer(config)
+        sends.reopen()
+        fatal: BaseException | None = None
+        try:
+            while pace.ready(producer):
+                sends.send(producer, pace.seq)
+                if after_send is not None:
+                    after_send(pace.seq)
+                pace.sent(producer)
+        except BaseException as exc:
+            if not is_fatal(exc):
+                with contextlib.suppress(Exception):  # the error that ended the loop is the one to report
+                    sends.close(producer, flush_timeout_s())
+                raise
+            fatal = exc
+        sends.close(producer, min(FATAL_FLUSH_S, flush_timeout_s()) if fatal else flush_timeout_s())
+        if fatal is None:
+            return
+        replaced = instance < MAX_INSTANCES
+        then = (
+            f"a new instance continues at sequence {pace.seq}"
+            if replaced
+            else f"{instance} instances failed: the stream ends at sequence {pace.seq}"
+        )
+        context.sink(
+            ClientLog(
+                run_id=context.run_id,
+                process=sends.process,
+                level="critical",
+                facility=CLIENT_FATAL,
+                error=error_name(fatal),
+                fatal=True,
+                message=f"fatal error of instance {instance}: {error_text(fatal)}; it was closed, {then}",
+            )
+        )
+        if not replaced:
+            return
 
 
 class ProducerWorker:
@@ -369,28 +447,15 @@ class ProducerWorker:
 
     def _run(self) -> None:
         try:
-            producer = Producer(self._config)
-        except BaseException as exc:
-            self._error = exc
-            return
-        try:
             pace = Pacer(self.spec, self._stop)
             self._started = pace.started
-            while pace.ready(producer):
-                self._sends.send(producer, pace.seq)
-                pace.sent(producer)
+            produce_paced(self.context, self._config, self._sends, pace, self._flush_s)
         except BaseException as exc:
             self._error = exc
         finally:
-            try:
-                self._sends.close(
-                    producer,
-                    min(HASTY_FLUSH_S, self.spec.flush_timeout_s)
-                    if self._hasty
-                    else self.spec.flush_timeout_s,
-                )
-            except BaseException as exc:
-                self._error = self._error or exc
             self._logs.detach()
             with self._lock:
                 self._finished = time.monotonic()
+
+    def _flush_s(self) -> float:
+        return min(HASTY_FLUSH_S, self.spec.flush_timeout_s) if self._hasty else self.spec.flush_timeout_s

@@ -27,15 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from confluent_kafka import Producer
-
 from chaos.errors import ConfigError
 from chaos.run.context import RunContext
 from chaos.workload.common import ClientLogBridge, child_payload, notice
 from chaos.workload.consumer import ChildProcess
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.member_child import serve
-from chaos.workload.producer import Pacer, ProducerSpec, SendRecorder
+from chaos.workload.producer import Pacer, ProducerSpec, SendRecorder, produce_paced
 
 Checkpoint = Literal["ack", "send"]
 CHECKPOINTS: Final = ("ack", "send")
@@ -117,16 +115,16 @@ def run_process_producer(context: RunContext, spec: ProcessProducerSpec, stop: t
     sends = SendRecorder(context, spec.name, spec.topic or context.topic, spec.keys, on_ack)
     config = {**spec.client_config(context).settings, **logs.callbacks()}
     notice(context, spec.name, "RESUME", f"starting at sequence {start} (checkpoint: last {spec.checkpoint})")
-    producer = Producer(config)
     try:
-        pace = Pacer(spec, stop, start=start)
-        while pace.ready(producer):
-            sends.send(producer, pace.seq)
-            if spec.checkpoint == "send":
-                keeper.passed(pace.seq)
-            pace.sent(producer)
+        produce_paced(
+            context,
+            config,
+            sends,
+            Pacer(spec, stop, start=start),
+            lambda: spec.flush_timeout_s,
+            keeper.passed if spec.checkpoint == "send" else None,
+        )
     finally:
-        sends.close(producer, spec.flush_timeout_s)
         logs.detach()
 
 

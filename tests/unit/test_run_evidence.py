@@ -126,3 +126,23 @@ def test_declared_symptoms_are_checked_against_the_history(tmp_path: Path) -> No
         ("error_code '_TIMED_OUT'", False),
         ("client_log 'Timed out ProduceRequest'", True),
     ]
+
+
+def test_a_clients_fatal_error_is_recorded_as_evidence_not_as_the_verdict(tmp_path: Path) -> None:
+    from chaos.run.events import ClientLog
+    from chaos.workload.producer import CLIENT_FATAL
+
+    events = (
+        ClientLog(run_id="r", process="p0", level="critical", message="librdkafka's line", facility="FATAL"),
+        ClientLog(
+            run_id="r", process="p0", level="critical", facility=CLIENT_FATAL, error="_INCONSISTENT",
+            fatal=True, message="fatal error of instance 1: ...; it was closed, a new instance continues",
+        ),
+    )  # fmt: skip
+    run = ScenarioResult(tmp_path, "r", "t", audit(), events, (), "pass")  # type: ignore[arg-type]
+    run.record_client_failures()
+    assert [(c.kind, c.description, c.observed) for c in run.evidence.checks] == [
+        ("symptom", "p0's client failed fatally (_INCONSISTENT)", True)
+    ]
+    assert run.verdict == "pass"
+    run.judge()
