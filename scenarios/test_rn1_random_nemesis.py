@@ -13,9 +13,10 @@ Timeline: warm-up (values acknowledged and replicated); the nemesis runs the pla
 pause, network cut, a full partition, isolation from the quorum, a replication cut, the client-path
 toxics (refuse, latency, bandwidth, reset, slicer, data limit), broker removal, preferred election and
 reassignment — aimed by role (a partition's leader or follower, the active controller, the group's
-coordinator, any broker), at most two at once, the allowed kinds rotated every 20 s with quiet periods
-(Jepsen's Bufstream suite rotates every 30 s). When the plan ends everything is healed, the producers
-stop, the brokers agree on leaders, the group catches up; audit. A pass needs every fault that held proven
+coordinator, in ``mixed`` the transformer's transaction coordinator, any broker), at most two at once, the
+allowed kinds rotated every 20 s with quiet periods (Jepsen's Bufstream suite rotates every 30 s). When
+the plan ends everything is healed, the producers stop, the brokers agree on leaders, the group catches up;
+audit. A pass needs every fault that held proven
 landed (each kind measures its own effect: docs/faults.md, "Proof that a fault landed"), else the run is
 ``unknown``; a step that would change nothing when it is due (a preferred election where the preferred
 replicas lead) is skipped, not run. A failure found stands whichever fault did not land — in a dense mix a
@@ -32,16 +33,27 @@ Variants (each claims ``at_least_once`` for the group's reads; ``mixed`` judges 
   plan does, no acknowledged value is lost, none unread, none reordered. Expected verdict **pass**; its
   ci-length run (60 s of faults) is part of ``make chaos``.
 - ``mixed`` — the same topic and group, but ``producer-0`` runs the idempotent profile and ``producer-1`` a
-  plain one (acks=all, retries, no idempotence), each handed its profile (``run.producer(client=...)``): the
-  audit judges each producer's values by the guarantee its client claims — a duplicate of ``producer-1``'s
-  in the log is its accepted price, one of ``producer-0``'s fails the run — and the rest by the variant's.
-  Expected **pass**; its ci-length run is part of ``make chaos``.
+  plain one (acks=all, retries, no idempotence), each handed its profile (``run.producer(client=...)``), and
+  a transactional consume-transform-produce stage feeds the run's topic too: ``producer-t`` (idempotent)
+  writes an input topic, ``transformer-0`` (:mod:`chaos.workload.transactional`, a group of its own, its
+  restarts after an error bounded) copies each input record into the run's topic in a transaction with
+  its input offsets, and the topic is read ``read_committed``. The audit judges each producer's values by
+  the guarantee its client claims — a duplicate of ``producer-1``'s in the log is its accepted price, one
+  of ``producer-0``'s fails the run, and so does one of ``producer-t``'s (acknowledged into the input,
+  they must reach the output once: the transactions' promise) — and the rest by the variant's. Expected
+  **pass**; its ci-length run is part of ``make chaos``.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from chaos.faults.plan import KINDS
+from chaos.history import Event, TxnMarker
+from chaos.run.events import Isolation, producer_of
 from chaos.scenario import Scenario, ScenarioRun, Variant, chaos_scenario, views
+from chaos.workload import TRANSACTIONAL, ProducerWorker
+from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec
 
 RATE = 100.0
 PRODUCERS = 2
@@ -59,6 +71,18 @@ STREAMS: dict[str, tuple[str, ...]] = {"mixed": ("idempotent", "at_least_once")}
 guarantee (the other variants' producers run the variant's)."""
 SETTLE_S = 120.0
 """Bound on each wait after the plan: the brokers agreeing, the group catching up."""
+TRANSFORMED = {"mixed"}
+"""The variants with the transactional consume-transform-produce stage."""
+FEEDER, TRANSFORMER = "producer-t", "transformer-0"
+TRANSFORMER_ID = f"chaos-{TRANSFORMER}"
+"""Its ``transactional.id`` (the harness's default: ``chaos-<name>``)."""
+ISOLATIONS: dict[bool, tuple[Isolation, ...]] = {
+    True: ("read_committed",),
+    False: ("read_uncommitted", "read_committed"),
+}
+TRANSFORMER_RESTARTS = 20
+"""How often the transformer starts again after an error ends it (a commit the faults made fail for good):
+as an application's supervisor would, bounded."""
 
 SCENARIO = Scenario(
     scenario_id="random",
@@ -118,6 +142,8 @@ def test_random(run: ScenarioRun) -> None:
         )
         for p in range(PRODUCERS)
     ]
+    if run.variant.name in TRANSFORMED:
+        producers.append(_transform(run, workload_s))
     run.wait_for("warm-up acks", lambda ev: len(views.acked_ids(ev)) >= RATE, 30)
     run.wait_for("warm-up values delivered", lambda ev: len(views.delivered_ids(ev)) >= RATE, 30)
 
@@ -128,6 +154,8 @@ def test_random(run: ScenarioRun) -> None:
         concurrency=CONCURRENCY,
         rotate_s=ROTATE_S,
         quiet=QUIET,
+        # the transformer's transaction coordinator is a role to aim at too
+        transactional_id=TRANSFORMER_ID if run.variant.name in TRANSFORMED else None,
     )
     nemesis = run.nemesis(plan, must_land=False)  # judged together, below
     done = nemesis.wait(plan.workload_s + SETTLE_S)
@@ -140,8 +168,13 @@ def test_random(run: ScenarioRun) -> None:
     for producer in producers:
         producer.stop()
     run.wait_converged(SETTLE_S)
+    transformed = run.variant.name in TRANSFORMED
+    if transformed:
+        run.wait_for("the transformer committed every acknowledged input", _all_transformed, SETTLE_S)
     run.wait_caught_up(SETTLE_S)
-    result = run.finish()
+    result = run.finish(
+        isolations=("read_committed",) if transformed else ("read_uncommitted", "read_committed")
+    )
 
     injected = [e for e in views.faults(result.events) if e.action == "inject"]
     result.precondition(
@@ -166,3 +199,35 @@ def test_random(run: ScenarioRun) -> None:
         f"most {plan.max_concurrent} at once), {len(injected)} injected, {len(held)} held, "
         f"{len(held) - len(unproven)} proven landed; errors {nemesis.errors[:5]}"
     )
+
+
+def _transform(run: ScenarioRun, workload_s: float) -> ProducerWorker:
+    """The transactional stage: ``producer-t`` into an input topic (as the run's topic is configured), and
+    ``transformer-0`` copying it into the run's topic; returns the feeder (stopped with the producers)."""
+    source = f"in-{run.run_id}"
+    run.cluster.create_topic(
+        source,
+        PARTITIONS,
+        3,
+        {key: str(value).lower() for key, value in (run.variant.topic_config or {}).items()},
+    )
+    feeder = run.producer(FEEDER, topic=source, rate=RATE / 2, duration_s=workload_s, client="idempotent")
+    spec = TxnWorkerSpec(
+        TRANSFORMER, input_topic=source, duration_s=workload_s + 2 * SETTLE_S, restarts=TRANSFORMER_RESTARTS
+    )
+    context = replace(run.context, client=TRANSACTIONAL, group=f"{run.group}-transform")
+    worker = TransactionalWorker(context, spec)
+    run.on_close(worker.stop)
+    worker.start()
+    return feeder
+
+
+def _all_transformed(events: list[Event]) -> bool:
+    acked = {v for v in views.acked_ids(events) if producer_of(v) == FEEDER}
+    committed = {
+        v
+        for e in events
+        if isinstance(e, TxnMarker) and e.action == "commit" and e.outcome == "ok"
+        for v in e.value_ids
+    }
+    return acked <= committed

@@ -212,16 +212,17 @@ def reference_audit(
             if len(of_topic) > 1:  # a copy in another topic (consume-transform-produce) is no duplicate
                 found["duplicate_in_log"].append(Example(v, *of_topic[0], send_ts(v)))
 
-    # duplicate deliveries: every delivery of a value after its first; "after_rebalance" when a rebalance
-    # callback was recorded between the previous delivery of that value and this one
+    # duplicate deliveries: every delivery of a value after its first from the same topic (a copy read from
+    # another topic, consume-transform-produce's input and output, is another record); "after_rebalance"
+    # when a rebalance callback was recorded between the previous delivery and this one
     rebalances.sort()
-    last_delivery: dict[str, int] = {}
+    last_delivery: dict[tuple[str, str], int] = {}
     for index, d in deliveries:
         v = d.value_id
         if v is None or index in txn.rolled_back:
             continue
-        previous = last_delivery.get(v)
-        last_delivery[v] = index
+        previous = last_delivery.get((v, d.topic))
+        last_delivery[(v, d.topic)] = index
         if previous is None:
             continue
         between = any(previous < r < index for r in rebalances)

@@ -992,10 +992,13 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
     v = v.withColumn("readable", readable)
     # a delivery inside an aborted attempt of its own process was rolled back: no consumption, no duplicate
     counted = (src == _DELIVERY) & ~F.coalesce(state == "aborted", F.lit(False))
+    # a redelivery is one from the same topic: a copy read from another (consume-transform-produce's
+    # input and output) is another record, like duplicate_in_log's copies
+    in_topic = Window.partitionBy(*_VALUE_KEY, "lt").orderBy(*_VALUE_ORDER)
     v = v.select(
         "*",
         F.last(F.when(counted, F.col("di")), ignorenulls=True)
-        .over(value.rowsBetween(Window.unboundedPreceding, -1)).alias("prev_counted_di"),
+        .over(in_topic.rowsBetween(Window.unboundedPreceding, -1)).alias("prev_counted_di"),
         F.count(F.when(counted, 1)).over(whole).alias("n_counted"),
         F.min(F.col("readable.mono")).over(whole).alias("first_readable"),
         F.min(F.when(src == _DELIVERY, F.col("mono"))).over(whole).alias("first_delivered"),

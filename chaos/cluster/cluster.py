@@ -467,6 +467,11 @@ class KafkaCluster:
     def group_coordinator(self, group: str) -> int:
         return introspect.group_coordinator(self, group)
 
+    def txn_coordinator(self, transactional_id: str) -> int:
+        """The transaction coordinator of ``transactional_id`` (the leader of its __transaction_state
+        partition)."""
+        return introspect.group_coordinator(self, transactional_id, key_type=wire.TRANSACTION_KEY)
+
     def describe_group(self, group: str) -> wire.WireGroup:
         """The group's state and member ids from its coordinator (raw DescribeGroups, no AdminClient)."""
         return introspect.describe_group(self, group)

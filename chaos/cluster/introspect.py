@@ -140,24 +140,29 @@ def topics(cluster: ClusterHandle) -> set[str]:
     return {p.topic for p in describe_partitions(cluster)}
 
 
-def group_coordinator(cluster: ClusterHandle, group: str, timeout_s: float = 30.0) -> int:
-    """Node id of ``group``'s coordinator (the leader of its __consumer_offsets partition).
+def group_coordinator(
+    cluster: ClusterHandle, group: str, timeout_s: float = 30.0, key_type: int = wire.GROUP_KEY
+) -> int:
+    """Node id of ``group``'s coordinator (the leader of its __consumer_offsets partition; ``key_type``
+    :data:`~chaos.cluster.wire.TRANSACTION_KEY`: of the ``transactional.id`` ``group``, the leader of its
+    __transaction_state partition).
 
-    The first call may create __consumer_offsets; it is retried until ``timeout_s``.
+    The first call may create the internal topic; it is retried until ``timeout_s``.
     """
     deadline = time.monotonic() + timeout_s
     last = ""
     while time.monotonic() < deadline:
 
         def question(broker: Broker) -> tuple[int, int]:
-            return wire.find_group_coordinator("127.0.0.1", broker.ext_port, group, PROBE_TIMEOUT_S)
+            return wire.find_group_coordinator("127.0.0.1", broker.ext_port, group, PROBE_TIMEOUT_S, key_type)
 
         error, node = _ask(cluster, question, "FindCoordinator")
         if error == 0:
             return node
         last = f"error code {error}"
         time.sleep(0.2)
-    raise ClusterError(f"no coordinator for group {group!r} within {timeout_s} s ({last})")
+    what = "transactional.id" if key_type == wire.TRANSACTION_KEY else "group"
+    raise ClusterError(f"no coordinator for {what} {group!r} within {timeout_s} s ({last})")
 
 
 def describe_group(cluster: ClusterHandle, group: str) -> wire.WireGroup:

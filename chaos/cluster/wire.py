@@ -234,14 +234,22 @@ _FIND_COORDINATOR = 10
 COORDINATOR_NOT_AVAILABLE = 15
 
 
-def find_group_coordinator(host: str, port: int, group: str, timeout_s: float = 5.0) -> tuple[int, int]:
-    """(error code, node id) of FindCoordinator v2 for consumer group ``group``, asked of one broker.
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+"""FindCoordinator's key types: a consumer group, a ``transactional.id``."""
 
-    Error 15 (COORDINATOR_NOT_AVAILABLE) is normal while __consumer_offsets is being created: retry.
+
+def find_group_coordinator(
+    host: str, port: int, group: str, timeout_s: float = 5.0, key_type: int = GROUP_KEY
+) -> tuple[int, int]:
+    """(error code, node id) of FindCoordinator v2 for consumer group ``group`` (``key_type``
+    :data:`TRANSACTION_KEY`: for the ``transactional.id`` ``group``), asked of one broker.
+
+    Error 15 (COORDINATOR_NOT_AVAILABLE) is normal while __consumer_offsets (__transaction_state) is being
+    created: retry.
     """
     correlation = next(_correlation)
     key = group.encode()
-    body = struct.pack(">h", len(key)) + key + b"\x00"  # key type 0 = group
+    body = struct.pack(">h", len(key)) + key + struct.pack(">b", key_type)
     with socket.create_connection((host, port), timeout=timeout_s) as sock:
         answer = _exchange(
             sock, _header(_FIND_COORDINATOR, 2, correlation, flexible=False) + body, correlation

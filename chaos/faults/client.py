@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from chaos.errors import FaultError
 from chaos.faults.base import Effect, Fault, FaultLog
-from chaos.faults.targets import ActiveController, AnyTarget, Client, CoordinatorOf, FollowerOf, LeaderOf
+from chaos.faults.targets import (
+    ActiveController,
+    AnyTarget,
+    Client,
+    CoordinatorOf,
+    FollowerOf,
+    LeaderOf,
+    TxnCoordinatorOf,
+)
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
@@ -84,7 +92,9 @@ def on_client(cluster: KafkaCluster, *clients: Connected) -> Client:
 
 def as_client_target(cluster: KafkaCluster, target: AnyTarget | Connected) -> AnyTarget:
     """``target`` itself, or a client object's :func:`on_client` target."""
-    if isinstance(target, int | Client | LeaderOf | FollowerOf | ActiveController | CoordinatorOf):
+    if isinstance(
+        target, int | Client | LeaderOf | FollowerOf | ActiveController | CoordinatorOf | TxnCoordinatorOf
+    ):
         return target
     return on_client(cluster, target)
 

@@ -25,6 +25,7 @@ from chaos.faults.targets import (
     FollowerOf,
     LeaderOf,
     Target,
+    TxnCoordinatorOf,
     target_from_json,
     target_to_json,
 )
@@ -238,19 +239,25 @@ class _Draw:
     topic: str | None
     group: str | None
     partitions: int
+    transactional_id: str | None = None
 
     def partition(self, rng: random.Random) -> int:
         return rng.randrange(self.partitions)
 
     def target(self, rng: random.Random) -> Target:
-        """A broker by role: any broker, the controller, a partition's leader or follower, the coordinator."""
+        """A broker by role: any broker, the controller, a partition's leader or follower, the group's
+        coordinator, the transaction coordinator."""
         roles = ["broker", "controller"] + (["leader", "follower"] if self.topic else [])
         roles += ["coordinator"] if self.group else []
+        roles += ["txn_coordinator"] if self.transactional_id else []
         role = rng.choice(roles)
         if role == "broker":
             return rng.randint(1, self.brokers)
         if role == "controller":
             return ActiveController()
+        if role == "txn_coordinator":
+            assert self.transactional_id is not None
+            return TxnCoordinatorOf(self.transactional_id)
         if role == "coordinator":
             assert self.group is not None
             return CoordinatorOf(self.group)
@@ -268,6 +275,8 @@ class _Draw:
             return rng.randint(1, self.brokers)
         if paths == ("ext",) and self.group and rng.random() < 0.25:
             return CoordinatorOf(self.group)
+        if paths == ("ext",) and self.transactional_id and rng.random() < 0.25:
+            return TxnCoordinatorOf(self.transactional_id)
         return LeaderOf(self.topic, self.partition(rng))
 
 
@@ -357,11 +366,13 @@ def generate_plan(
     concurrency: int = 1,
     rotate_s: float | None = None,
     quiet: float = 0.0,
+    transactional_id: str | None = None,
 ) -> Plan:
     """Faults until ``duration_s``, all drawn from ``seed``: the same arguments give the same plan.
 
     ``topic`` / ``group`` (e.g. :data:`RUN_TOPIC`, :data:`RUN_GROUP`) let targets be a partition's leader
-    or follower (of ``partitions``) and the group's coordinator, and allow the :data:`TOPIC_KINDS`.
+    or follower (of ``partitions``) and the group's coordinator, and allow the :data:`TOPIC_KINDS`;
+    ``transactional_id`` (a transactional worker's) lets them be its transaction coordinator.
     ``concurrency``: at most this many faults at once (1: one after another, a gap between);
     :data:`CLUSTER_KINDS` always run alone. ``rotate_s`` / ``quiet``: see :class:`_Rotation`.
     """
@@ -380,7 +391,7 @@ def generate_plan(
     if (rotate_s is not None and rotate_s <= 0) or not 0 <= quiet < 1:
         raise PlanError(f"need rotate_s > 0 (or None) and 0 <= quiet < 1 (got {rotate_s}, {quiet})")
     rng = random.Random(seed)
-    draw = _Draw(brokers, topic, group, partitions)
+    draw = _Draw(brokers, topic, group, partitions, transactional_id)
     rotation = _Rotation(drawable, rotate_s, quiet)
     steps: list[FaultStep] = []
     active: list[tuple[float, bool]] = []  # (end, whole cluster) of the steps placed so far

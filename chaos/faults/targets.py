@@ -41,6 +41,13 @@ class CoordinatorOf:
 
 
 @dataclass(frozen=True)
+class TxnCoordinatorOf:
+    """The transaction coordinator of ``transactional_id``."""
+
+    transactional_id: str
+
+
+@dataclass(frozen=True)
 class Client:
     """A client of the run, by its name in the history (``producer-0``, ``consumer-1``): the target of the
     client faults (:mod:`chaos.faults.client`), never of a broker fault or a plan. ``path``: the client path
@@ -50,7 +57,7 @@ class Client:
     path: str | None = None
 
 
-Role = LeaderOf | FollowerOf | ActiveController | CoordinatorOf
+Role = LeaderOf | FollowerOf | ActiveController | CoordinatorOf | TxnCoordinatorOf
 Target = int | Role
 AnyTarget = Target | Client
 
@@ -81,6 +88,8 @@ def resolve(cluster: KafkaCluster, target: AnyTarget) -> int:
         if leader < 0:
             raise FaultError("the quorum has no leader right now; wait for an election before targeting it")
         return leader
+    if isinstance(target, TxnCoordinatorOf):
+        return cluster.txn_coordinator(target.transactional_id)
     return cluster.group_coordinator(target.group)
 
 
@@ -95,6 +104,8 @@ def describe_target(target: AnyTarget) -> str:
         return f"follower {target.index} of {target.topic}-{target.partition}"
     if isinstance(target, ActiveController):
         return "active controller"
+    if isinstance(target, TxnCoordinatorOf):
+        return f"transaction coordinator of {target.transactional_id}"
     return f"coordinator of group {target.group}"
 
 
@@ -112,6 +123,8 @@ def target_to_json(target: Target) -> dict[str, Any]:
         }
     if isinstance(target, ActiveController):
         return {"role": "controller"}
+    if isinstance(target, TxnCoordinatorOf):
+        return {"role": "txn_coordinator", "transactional_id": target.transactional_id}
     return {"role": "coordinator", "group": target.group}
 
 
@@ -128,6 +141,11 @@ def target_from_json(data: dict[str, Any]) -> Target:
             return ActiveController()
         if role == "coordinator":
             return CoordinatorOf(str(data["group"]))
+        if role == "txn_coordinator":
+            return TxnCoordinatorOf(str(data["transactional_id"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"target {data!r} is missing or has a bad field: {exc}") from exc
-    raise PlanError(f"target role {role!r} is not one of broker, leader, follower, controller, coordinator")
+    raise PlanError(
+        f"target role {role!r} is not one of broker, leader, follower, controller, coordinator, "
+        "txn_coordinator"
+    )

@@ -13,7 +13,7 @@ from chaos.run.evidence import Evidence, EvidenceLog, write_evidence
 from chaos.run.manifest import ExpectedSymptom
 from chaos.scenario.model import ScenarioError
 from chaos.workload import DrainSummary
-from chaos.workload.producer import CLIENT_FATAL
+from chaos.workload.common import CLIENT_FATAL
 
 if TYPE_CHECKING:
     from chaos.gate.policy import AuditResult

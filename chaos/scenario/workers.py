@@ -146,12 +146,14 @@ class RunWorkers:
         flush_timeout_s: float = 30.0,
         client_path: str | None = None,
         client: ClientProfile | str | None = None,
+        topic: str | None = None,
     ) -> ProducerWorker:
         """Start a producer with the variant's client configuration; joined (or stopped) by the caller.
         ``client_path``: see :meth:`context_on`. ``client``: a client profile of its own (see
-        :meth:`stream_context`)."""
+        :meth:`stream_context`). ``topic``: another topic than the run's (a transforming worker's input)."""
         spec = ProducerSpec(
             name=name,
+            topic=topic,
             rate=rate,
             count=count,
             duration_s=duration_s,

@@ -17,6 +17,10 @@ from chaos.run.context import RunContext
 from chaos.run.context import Sink as Sink  # re-exported: where workload events go
 from chaos.run.events import ClientLog, parse_value_id, syslog_level
 
+CLIENT_FATAL: Final = "CLIENT_FATAL"
+"""The facility of the ``client_log`` line recording a client's fatal error and what the worker did."""
+CLIENT_RESTART: Final = "CLIENT_RESTART"
+"""The facility of the line recording a worker restarted after an error that is not a fatal one."""
 _CGMD_MAGIC: Final = b"CGMDv2:"
 _SYSLOG_FROM_PY: Final = {
     logging.CRITICAL: 2,
@@ -162,6 +166,31 @@ def read_child_payload(line: str, sink: Sink) -> tuple[RunContext, dict[str, Any
         return RunContext.from_data(data["context"], sink), dict(data["spec"])
     except (ValueError, KeyError, TypeError) as exc:
         raise WorkloadError(f"child payload: expected child_payload() JSON on stdin ({exc})") from None
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """Whether ``exc`` is a client's fatal error: the instance can do nothing more and must be replaced."""
+    if not (isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError)):
+        return False
+    return bool(exc.args[0].fatal())
+
+
+def record_replaced(sink: Sink, run_id: str, process: str, exc: BaseException, message: str) -> None:
+    """Record that ``process``'s client instance ended by ``exc`` and what the worker did about it: a
+    ``critical`` line with facility :data:`CLIENT_FATAL` for a fatal client error, else a ``warning`` with
+    :data:`CLIENT_RESTART`."""
+    fatal = is_fatal(exc)
+    sink(
+        ClientLog(
+            run_id=run_id,
+            process=process,
+            level="critical" if fatal else "warning",
+            facility=CLIENT_FATAL if fatal else CLIENT_RESTART,
+            error=error_name(exc),
+            fatal=fatal,
+            message=message,
+        )
+    )
 
 
 def notice(context: RunContext, process: str, facility: str, message: str) -> None:

@@ -23,8 +23,8 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from chaos.errors import ConfigError, WorkloadError
 from chaos.run.context import RunContext
-from chaos.run.events import NAME_PATTERN, ClientLog, SendInvoke, SendOutcome, value_id_for
-from chaos.workload.common import ClientLogBridge, error_name, error_text
+from chaos.run.events import NAME_PATTERN, SendInvoke, SendOutcome, value_id_for
+from chaos.workload.common import ClientLogBridge, error_name, error_text, is_fatal, record_replaced
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
 from chaos.workload.profiles import ConfigValue, config_items, producer_layers
@@ -35,8 +35,6 @@ FATAL_FLUSH_S: Final = 5.0  # a client that failed fatally delivers nothing more
 MAX_INSTANCES: Final = 4
 """A producer whose client fails fatally is closed and replaced by a new instance, as an application must
 (Jepsen replaces a crashed client's process); after this many instances failed the stream ends."""
-CLIENT_FATAL: Final = "CLIENT_FATAL"
-"""The facility of the ``client_log`` line recording a client's fatal error and what the worker did."""
 
 
 @dataclass(frozen=True)
@@ -309,15 +307,6 @@ class SendRecorder:
             )
 
 
-def is_fatal(exc: BaseException) -> bool:
-    """Whether ``exc`` is a client's fatal error: the instance can do nothing more and must be replaced."""
-    return isinstance(exc, KafkaException) and bool(exc.args) and _fatal_error(exc.args[0])
-
-
-def _fatal_error(err: object) -> bool:
-    return isinstance(err, KafkaError) and bool(err.fatal())
-
-
 def produce_paced(
     context: RunContext,
     config: dict[str, Any],
@@ -330,9 +319,9 @@ def produce_paced(
     (flush bounded by ``flush_timeout_s()``, read at close time). A fatal client error (librdkafka's
     idempotent producer gives up: ``_INCONSISTENT``, ``_GAPLESS_GUARANTEE``…) is the client's behaviour
     under test, not a harness failure: the instance is closed (its unacknowledged sends recorded as their
-    reports say, or unknown), the error recorded as a ``critical`` ``client_log`` line (facility
-    :data:`CLIENT_FATAL`, ``fatal`` true), and a new instance continues the sequence — at most
-    :data:`MAX_INSTANCES` instances, then the stream ends. Any other error propagates."""
+    reports say, or unknown), the error recorded (:func:`~chaos.workload.common.record_replaced`), and a new
+    instance continues the sequence — at most :data:`MAX_INSTANCES` instances, then the stream ends. Any
+    other error propagates."""
     for instance in range(1, MAX_INSTANCES + 1):
         producer = Producer(config)
         sends.reopen()
@@ -358,16 +347,12 @@ def produce_paced(
             if replaced
             else f"{instance} instances failed: the stream ends at sequence {pace.seq}"
         )
-        context.sink(
-            ClientLog(
-                run_id=context.run_id,
-                process=sends.process,
-                level="critical",
-                facility=CLIENT_FATAL,
-                error=error_name(fatal),
-                fatal=True,
-                message=f"fatal error of instance {instance}: {error_text(fatal)}; it was closed, {then}",
-            )
+        record_replaced(
+            context.sink,
+            context.run_id,
+            sends.process,
+            fatal,
+            f"fatal error of instance {instance}: {error_text(fatal)}; it was closed, {then}",
         )
         if not replaced:
             return

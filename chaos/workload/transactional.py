@@ -57,6 +57,7 @@ from chaos.workload.common import (
     error_text,
     member_fields,
     payload_value_id,
+    record_replaced,
 )
 from chaos.workload.consumer import (
     ChildProcess,
@@ -81,7 +82,12 @@ class TxnWorkerSpec:
     ``transactional.id`` is ``chaos-<name>``: a restart under the same name fences the previous instance.
     ``api_timeout_s`` ``None`` is the time profile's API timeout. ``processing``: the injected processing
     cost, as a group member's — per record and per batch inside the open transaction, and in
-    ``on_assign``."""
+    ``on_assign``. ``restarts``: how many times an error that ends the worker (an unretriable commit, an
+    ``init_transactions()`` that timed out, a fatal client error) starts it again in the same process — both
+    clients closed, new ones built, the same ``transactional.id`` (its ``init_transactions()`` aborts what
+    the last left open; the consumer resumes at the group's committed offsets), as an application's
+    supervisor would; each restart recorded (:func:`~chaos.workload.common.record_replaced`). ``0``: the
+    error ends the worker."""
 
     name: str
     input_topic: str
@@ -95,8 +101,11 @@ class TxnWorkerSpec:
     consumer_overrides: ConfigItems = ()
     producer_overrides: ConfigItems = ()
     processing: Processing = field(default_factory=Processing)
+    restarts: int = 0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.restarts, int) or not 0 <= self.restarts <= 100:
+            raise ConfigError(f"TxnWorkerSpec.restarts: expected 0..100; got {self.restarts!r}")
         if not isinstance(self.processing, Processing):
             raise ConfigError(f"TxnWorkerSpec.processing: expected a Processing; got {self.processing!r}")
         if not isinstance(self.name, str) or re.fullmatch(NAME_PATTERN, self.name) is None:
@@ -190,7 +199,35 @@ def _rewind(consumer: Consumer, timeout_s: float) -> None:
 
 
 def run_txn_worker(context: RunContext, spec: TxnWorkerSpec, stop: threading.Event) -> int:
-    """Run the worker until ``stop`` is set or ``duration_s`` passes; returns the transactions committed."""
+    """Run the worker until ``stop`` is set or ``duration_s`` passes, restarted after an error at most
+    ``spec.restarts`` times; returns the transactions committed."""
+    deadline = time.monotonic() + spec.duration_s
+    committed = 0
+    for instance in range(1, spec.restarts + 2):
+        counter = [0]
+        try:
+            _run_instance(context, spec, stop, deadline, counter)
+            return committed + counter[0]
+        except (KafkaException, WorkloadError) as exc:
+            committed += counter[0]
+            if instance > spec.restarts or stop.is_set():
+                raise
+            record_replaced(
+                context.sink,
+                context.run_id,
+                spec.name,
+                exc,
+                f"instance {instance} ended by {error_text(exc)}; its clients were closed, a new instance "
+                f"started (restart {instance} of at most {spec.restarts})",
+            )
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _run_instance(
+    context: RunContext, spec: TxnWorkerSpec, stop: threading.Event, deadline: float, committed: list[int]
+) -> None:
+    """One instance of the worker (its two clients) until ``stop`` or ``deadline``; ``committed[0]``
+    counts its commits."""
     sink, run_id = context.sink, context.run_id
     output = spec.output_topic or context.topic
     logs = ClientLogBridge(sink, run_id, spec.name)
@@ -200,9 +237,12 @@ def run_txn_worker(context: RunContext, spec: TxnWorkerSpec, stop: threading.Eve
     timeout = spec.api_timeout_s or context.time.api_timeout_s
     pconf.update(logs.callbacks())
     producer = Producer(pconf)
-    started = time.monotonic()
     if spec.transactional:
-        init_transactions(producer, timeout, sink, run_id, spec.name, tid)
+        try:
+            init_transactions(producer, timeout, sink, run_id, spec.name, tid)
+        except BaseException:
+            logs.detach()
+            raise
     cconf.update(logs.callbacks())
     consumer = Consumer(cconf)
 
@@ -210,7 +250,6 @@ def run_txn_worker(context: RunContext, spec: TxnWorkerSpec, stop: threading.Eve
         return member_fields(run_id, spec.name, context.group, consumer)
 
     marker = TxnMarkers(sink, run_id, spec.name, tid)
-    committed = 0
     txns = 0
     try:
         slow_assign = spec.processing.on_assign_s
@@ -218,7 +257,6 @@ def run_txn_worker(context: RunContext, spec: TxnWorkerSpec, stop: threading.Eve
             [spec.input_topic],
             **rebalance_callbacks(sink, common, (lambda: stop.wait(slow_assign)) if slow_assign else None),
         )
-        deadline = started + spec.duration_s
         while not stop.is_set() and time.monotonic() < deadline:
             messages = consumer.consume(num_messages=spec.batch_size, timeout=spec.poll_timeout_s)
             records = _records(run_id, spec.name, sink, messages)
@@ -256,16 +294,17 @@ def run_txn_worker(context: RunContext, spec: TxnWorkerSpec, stop: threading.Eve
             offsets = next_offsets(records)
             if not spec.transactional:
                 _commit_plain(producer, consumer, offsets, timeout, sink, common)
-                committed += 1
+                committed[0] += 1
             elif _commit(producer, consumer, offsets, timeout, marker, value_ids):
-                committed += 1
+                committed[0] += 1
             else:
                 _rewind(consumer, timeout)
     finally:
-        consumer.close()
-        producer.flush(timeout)
-        logs.detach()
-    return committed
+        try:
+            consumer.close()
+            producer.flush(timeout)
+        finally:
+            logs.detach()
 
 
 def _records(run_id: str, process: str, sink: Sink, messages: Sequence[Message]) -> list[Message]:
@@ -385,14 +424,17 @@ def end_transaction(
     offsets: tuple[PartitionOffset, ...] = (),
     before_commit: Callable[[], object] | None = None,
 ) -> bool:
-    """Commit the open transaction (``before_commit`` first, once: e.g. sending the consumer's offsets);
+    """Commit the open transaction (``before_commit`` first, until it succeeded once: e.g. sending the
+    consumer's offsets — a commit after it failed would commit the outputs without the inputs' offsets);
     True if committed, False if it had to be aborted (``txn_requires_abort``), both recorded. A retriable
     error is retried (:data:`COMMIT_RETRIES` attempts); any other error is recorded as a commit of outcome
     ``info`` (it may or may not have happened) and raised as :class:`~chaos.errors.WorkloadError`."""
+    pending = before_commit
     for attempt in range(COMMIT_RETRIES):
         try:
-            if attempt == 0 and before_commit is not None:
-                before_commit()
+            if pending is not None:  # again after a retriable failure: never commit without it
+                pending()
+                pending = None
             producer.commit_transaction(timeout)
         except KafkaException as exc:
             err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None

@@ -174,6 +174,37 @@ def _problem_runs() -> dict[str, tuple[list[Event], list[LogRecord]]]:
     return runs
 
 
+def _transform_run(run: str) -> tuple[list[Event], list[LogRecord]]:
+    """:func:`_availability_run`, plus a consume-transform-produce worker's read of value 0 from its input
+    topic and a second delivery of value 1 from the run's topic."""
+    events, log = _availability_run(run)
+    for process, topic, seq in (("x", "in", 0), ("c", "t", 1), ("c", "t", 1)):
+        events.append(
+            Delivery(
+                run_id=run,
+                process=process,
+                ts=T0 + 12.5,
+                mono=12.5,
+                group=f"g{process}",
+                topic=topic,
+                partition=0,
+                offset=seq,
+                value_id=value_id_for(run, "p", seq),
+            )
+        )
+    return events, log
+
+
+def test_a_copy_read_from_another_topic_is_no_redelivery() -> None:
+    facts = reference_audit(*_transform_run("x"))
+    counts = facts.counts()
+    # value 0 read from the transformer's input and from the run's topic: two records, one delivery each;
+    # value 1 read twice from the run's topic: one redelivery
+    assert (counts["duplicate_delivery_other"], counts["duplicate_delivery_after_rebalance"]) == (1, 0)
+    (example,) = facts.anomaly("duplicate_delivery_other").examples
+    assert (example.value_id, example.topic) == (value_id_for("x", "p", 1), "t")
+
+
 def test_facts_that_cannot_be_established_make_the_verdict_unknown() -> None:
     runs = _problem_runs()
     problems = {run: reference_audit(ev, log).problems for run, (ev, log) in runs.items()}
@@ -194,7 +225,7 @@ def test_spark_agrees_on_hand_cases_and_unreadable_topic(audit_spark: Any) -> No
 
     from chaos.audit.sparkjob import spark_audit
 
-    runs = _problem_runs()
+    runs = {**_problem_runs(), "transform": _transform_run("transform")}
     history = arrow_to_spark(audit_spark, pa.concat_tables([history_table(ev) for ev, _ in runs.values()]))
     log = arrow_to_spark(audit_spark, pa.concat_tables([log_table(lg, run) for run, (_, lg) in runs.items()]))
     got = spark_audit(history, log)

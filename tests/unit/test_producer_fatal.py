@@ -15,8 +15,9 @@ from chaos.errors import WorkloadError
 from chaos.history import ClientLog, Event, SendInvoke, SendOutcome
 from chaos.workload import IDEMPOTENT, ProducerSpec, ProducerWorker, RunContext
 from chaos.workload import producer as producer_module
+from chaos.workload.common import CLIENT_FATAL
 from chaos.workload.effective import take_announced
-from chaos.workload.producer import CLIENT_FATAL, MAX_INSTANCES
+from chaos.workload.producer import MAX_INSTANCES
 
 MOCK = (("test.mock.num.brokers", 1),)
 COUNT = 400

@@ -130,7 +130,7 @@ def test_declared_symptoms_are_checked_against_the_history(tmp_path: Path) -> No
 
 def test_a_clients_fatal_error_is_recorded_as_evidence_not_as_the_verdict(tmp_path: Path) -> None:
     from chaos.run.events import ClientLog
-    from chaos.workload.producer import CLIENT_FATAL
+    from chaos.workload.common import CLIENT_FATAL
 
     events = (
         ClientLog(run_id="r", process="p0", level="critical", message="librdkafka's line", facility="FATAL"),
