@@ -170,7 +170,7 @@ def test_random(run: ScenarioRun) -> None:
     run.wait_converged(SETTLE_S)
     transformed = run.variant.name in TRANSFORMED
     if transformed:
-        run.wait_for("the transformer committed every acknowledged input", _all_transformed, SETTLE_S)
+        run.wait_for("the transformer committed every acknowledged input", _all_transformed, SETTLE_S, 1.0)
     run.wait_caught_up(SETTLE_S)
     result = run.finish(
         isolations=("read_committed",) if transformed else ("read_uncommitted", "read_committed")
