@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
@@ -70,7 +70,34 @@ from chaos.workload.consumer import (
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.profiles import ConfigItems, config_items, consumer_layers, producer_layers
 
+T = TypeVar("T")
 COMMIT_RETRIES = 3
+HANG_MARGIN_S = 10.0
+"""How long past its own timeout a transactional call may block before the instance is given up: librdkafka's
+``send_offsets_to_transaction()`` ignores its timeout while the group's coordinator is down (librdkafka
+issues 5456 and 5511; RN1 mixed, a crashed coordinator: blocked for good)."""
+
+
+def bounded(call: Callable[[], T], timeout_s: float, what: str) -> T:
+    """``call()`` on a thread of its own, waited for at most ``timeout_s``: a client call that ignores its
+    own timeout raises :class:`~chaos.errors.WorkloadError` here (the instance is then given up, the thread
+    and its client left to the process's exit) instead of hanging the worker."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True, name=f"bounded-{what}")
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise WorkloadError(f"{what} blocked past its own timeout: given up after {timeout_s:.0f} s")
+    if "error" in box:
+        raise box["error"]
+    return cast(T, box.get("value"))
 
 
 @dataclass(frozen=True)
@@ -301,7 +328,7 @@ def _run_instance(
                 _rewind(consumer, timeout)
     finally:
         try:
-            consumer.close()
+            bounded(consumer.close, timeout + HANG_MARGIN_S, "consumer close")
             producer.flush(timeout)
         finally:
             logs.detach()
@@ -359,7 +386,13 @@ def _commit(
         marker,
         value_ids,
         partition_offsets(offsets),
-        lambda: producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), timeout),
+        lambda: bounded(
+            lambda: producer.send_offsets_to_transaction(
+                offsets, consumer.consumer_group_metadata(), timeout
+            ),
+            timeout + HANG_MARGIN_S,
+            "send_offsets_to_transaction",
+        ),
     )
 
 
@@ -427,15 +460,18 @@ def end_transaction(
     """Commit the open transaction (``before_commit`` first, until it succeeded once: e.g. sending the
     consumer's offsets — a commit after it failed would commit the outputs without the inputs' offsets);
     True if committed, False if it had to be aborted (``txn_requires_abort``), both recorded. A retriable
-    error is retried (:data:`COMMIT_RETRIES` attempts); any other error is recorded as a commit of outcome
-    ``info`` (it may or may not have happened) and raised as :class:`~chaos.errors.WorkloadError`."""
+    error is retried (:data:`COMMIT_RETRIES` attempts); any other error, or a call blocked
+    :data:`HANG_MARGIN_S` past its timeout (:func:`bounded`), is recorded as a commit of outcome ``info`` (it
+    may or may not have happened) and raised as :class:`~chaos.errors.WorkloadError`."""
     pending = before_commit
     for attempt in range(COMMIT_RETRIES):
         try:
             if pending is not None:  # again after a retriable failure: never commit without it
                 pending()
                 pending = None
-            producer.commit_transaction(timeout)
+            bounded(
+                lambda: producer.commit_transaction(timeout), timeout + HANG_MARGIN_S, "commit_transaction"
+            )
         except KafkaException as exc:
             err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
             if err is not None and err.txn_requires_abort():
@@ -446,6 +482,9 @@ def end_transaction(
                 continue
             marker("commit", "info", value_ids, offsets, exc)  # the commit may or may not have happened
             raise WorkloadError(f"commit_transaction failed: {error_text(exc)}") from exc
+        except WorkloadError as exc:  # a call that blocked past its timeout (bounded): given up
+            marker("commit", "info", value_ids, offsets, exc)
+            raise
         marker("commit", "ok", value_ids, offsets)
         return True
     raise AssertionError("unreachable")  # pragma: no cover

@@ -5,6 +5,7 @@ sending failed before it."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from chaos.errors import ConfigError, WorkloadError
 from chaos.history import ClientLog, Event, TxnMarker
 from chaos.workload import transactional
 from chaos.workload.common import CLIENT_FATAL, CLIENT_RESTART
-from chaos.workload.transactional import TxnMarkers, TxnWorkerSpec, end_transaction, run_txn_worker
+from chaos.workload.transactional import TxnMarkers, TxnWorkerSpec, bounded, end_transaction, run_txn_worker
 from tests.unit.test_workload_specs import context
 
 
@@ -106,3 +107,30 @@ def test_offsets_whose_sending_failed_are_sent_again_before_the_commit() -> None
     assert end_transaction(producer, 1.0, marker, ["r:p:0"], (), send_offsets) is True  # type: ignore[arg-type]
     assert producer.calls == ["offsets", "offsets", "commit"]
     assert [(e.action, e.outcome) for e in events if isinstance(e, TxnMarker)] == [("commit", "ok")]
+
+
+def test_a_call_that_ignores_its_timeout_is_given_up_and_the_commit_recorded_unknown() -> None:
+    """librdkafka's send_offsets_to_transaction() blocks for good while the group's coordinator is down
+    (librdkafka 5456): the worker gives the call up and records the commit as unknown, so the instance can
+    be replaced instead of hanging the run."""
+    release = threading.Event()
+    producer = _Producer()
+    events: list[Event] = []
+    marker = TxnMarkers(events.append, "r", "t-0", "chaos-t-0")
+    started = time.monotonic()
+    with pytest.raises(WorkloadError, match="send_offsets blocked past its own timeout"):
+        end_transaction(
+            producer,  # type: ignore[arg-type]
+            0.1,
+            marker,
+            ["r:p:0"],
+            (),
+            lambda: bounded(lambda: release.wait(30), 0.5, "send_offsets"),
+        )
+    assert time.monotonic() - started < 5
+    assert producer.calls == []  # never committed without the offsets
+    assert [(e.action, e.outcome) for e in events if isinstance(e, TxnMarker)] == [("commit", "info")]
+    release.set()
+    assert bounded(lambda: 7, 1.0, "quick") == 7
+    with pytest.raises(ZeroDivisionError):
+        bounded(lambda: 1 / 0, 1.0, "raises")
