@@ -200,6 +200,14 @@ def test_the_seeds_quoted_in_the_docs_still_draw_their_plans() -> None:
         assert hashlib.sha256(text.encode()).hexdigest() == digest, seed
 
 
+def test_a_short_mix_always_holds_a_fault() -> None:
+    """A 60 s mix whose three 20 s periods all fell quiet tested nothing (RN1's ci run then ends unknown: 13
+    of the first 2,000 seeds did); such a seed's plan is drawn again from a seed derived from it."""
+    plans = [generate_plan(seed, duration_s=60, **RANDOM) for seed in range(3000)]  # type: ignore[arg-type]
+    assert all(plan.steps for plan in plans)
+    assert generate_plan(7, duration_s=60, **RANDOM) == plans[7]  # type: ignore[arg-type]
+
+
 def test_toxics_aim_where_their_path_carries_traffic() -> None:
     """A toxic on the quorum path hits the active controller; on a client or replication path a partition's
     leader (or, on the client path, the group's coordinator): brokers whose proxies carry traffic."""
