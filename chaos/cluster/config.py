@@ -61,7 +61,6 @@ DEFAULT_JVM_OPTS = (
     "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true -Dlog4j2.shutdownHookEnabled=false"
 )
 _HEAP = re.compile(r"^\d+[mMgG]$")
-REGISTRATION_TIMEOUT_MS = 600_000
 
 
 def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
@@ -151,10 +150,6 @@ class ClusterConfig:
             "transaction.state.log.min.isr": str(rf - 1),
             "default.replication.factor": str(rf),
             "min.insync.replicas": "1",
-            # a broker restarted while the quorum is lost waits for it instead of exiting after Kafka's 60 s
-            # ("unable to register with the controller quorum"), as a supervisor would start it again: the
-            # heal of a crash then found an exited container and the outage grew (RN1, session 15)
-            "initial.broker.registration.timeout.ms": str(REGISTRATION_TIMEOUT_MS),
         }
         merged.update(self.time_profile.broker_config)
         merged.update(self.broker_overrides)

@@ -14,7 +14,6 @@ def test_defaults_are_three_brokers_ci() -> None:
     assert config.brokers == 3
     assert config.broker_config()["replica.lag.time.max.ms"] == CI_BROKER_CONFIG["replica.lag.time.max.ms"]
     assert config.broker_config()["offsets.topic.replication.factor"] == "3"
-    assert config.broker_config()["initial.broker.registration.timeout.ms"] == "600000"
 
 
 def test_faithful_keeps_kafka_defaults() -> None:
