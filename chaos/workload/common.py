@@ -57,17 +57,22 @@ def member_id_of(consumer: Any) -> str | None:
     return member or None
 
 
+def kafka_error(exc: BaseException) -> KafkaError | None:
+    """The :class:`KafkaError` a KafkaException carries, else ``None``."""
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0]
+    return None
+
+
 def error_name(exc: BaseException) -> str:
     """The code name of a KafkaException (``_TIMED_OUT``…), else the exception class name."""
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        return exc.args[0].name()
-    return type(exc).__name__
+    err = kafka_error(exc)
+    return err.name() if err is not None else type(exc).__name__
 
 
 def error_text(exc: BaseException) -> str:
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        return exc.args[0].str()
-    return str(exc)
+    err = kafka_error(exc)
+    return err.str() if err is not None else str(exc)
 
 
 class ClientLogBridge(logging.Handler):
@@ -170,9 +175,8 @@ def read_child_payload(line: str, sink: Sink) -> tuple[RunContext, dict[str, Any
 
 def is_fatal(exc: BaseException) -> bool:
     """Whether ``exc`` is a client's fatal error: the instance can do nothing more and must be replaced."""
-    if not (isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError)):
-        return False
-    return bool(exc.args[0].fatal())
+    err = kafka_error(exc)
+    return err is not None and bool(err.fatal())
 
 
 def record_replaced(sink: Sink, run_id: str, process: str, exc: BaseException, message: str) -> None:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar, cast
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from chaos.errors import ConfigError, WorkloadError
 from chaos.run.context import RunContext
@@ -55,6 +55,7 @@ from chaos.workload.common import (
     child_payload,
     error_name,
     error_text,
+    kafka_error,
     member_fields,
     payload_value_id,
     record_replaced,
@@ -473,7 +474,7 @@ def end_transaction(
                 lambda: producer.commit_transaction(timeout), timeout + HANG_MARGIN_S, "commit_transaction"
             )
         except KafkaException as exc:
-            err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            err = kafka_error(exc)
             if err is not None and err.txn_requires_abort():
                 producer.abort_transaction(timeout)
                 marker("abort", "ok", value_ids, offsets, exc)  # error names the cause
