@@ -403,9 +403,12 @@ class KafkaCluster:
     def answered(self, broker: Broker) -> None:
         self._preferred = self.brokers.index(broker)
 
-    def restart_broker(self, node_id: int, timeout_s: float = 90.0, *, wait: bool = True) -> float:
+    def restart_broker(
+        self, node_id: int, timeout_s: float = 90.0, *, wait: bool = True, fresh: bool = False
+    ) -> float:
         """Start a killed/stopped broker's same container (data kept); wait for "started" since now
-        (``wait=False``: return once the container runs).
+        (``wait=False``: return once the container runs). ``fresh``: a running container is killed and
+        started again (a process an earlier start left stuck before it registered).
 
         Returns the seconds until it logged started; logs are read ``since=`` the restart time.
         """
@@ -416,6 +419,10 @@ class KafkaCluster:
         wrapped.reload()
         if wrapped.status == "paused":
             wrapped.unpause()
+        if fresh and wrapped.status == "running":
+            wrapped.kill()
+            wrapped.wait(timeout=30)
+            wrapped.reload()
         if wrapped.status != "running":
             wrapped.start()
         if wait:

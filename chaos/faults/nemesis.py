@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from chaos.errors import FaultError
 from chaos.faults.base import DEFAULT_LOG, Fault, FaultLog
-from chaos.faults.heal import heal_all
+from chaos.faults.heal import HEAL_ATTEMPTS, heal_all
 from chaos.faults.plan import CLUSTER_KINDS, FaultStep, Plan, build_fault
 
 if TYPE_CHECKING:
@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
 
 _HEAL, _INJECT = 0, 1  # at one instant a heal goes first: the broker it frees may be the next one's target
+HEAL_RETRY_S = 5.0
+"""A step whose heal failed is healed again this long after (at most ``HEAL_ATTEMPTS`` in all), not only at
+the plan's end: until then its broker stays hit, and every later step aimed at it is skipped."""
 
 
 class Nemesis:
@@ -26,7 +29,8 @@ class Nemesis:
     Steps start at their ``at_s`` and heal after their ``duration_s``, several at once when the plan
     overlaps them, in one thread (an inject or heal that takes seconds delays the next event; the history
     records when each really happened; a step injected late still holds for its whole ``duration_s``, so a
-    short window is never cut shorter than planned). A step whose brokers, resolved when it is due, are
+    short window is never cut shorter than planned; a heal that failed is tried again ``HEAL_RETRY_S`` later,
+    up to ``HEAL_ATTEMPTS`` times, then at the plan's end). A step whose brokers, resolved when it is due, are
     already hit by an active step is skipped (``skipped``): two faults on one broker (a crash under a network
     cut) could not be healed in either order; so is a step that would change nothing when it is due
     (:meth:`~chaos.faults.base.Fault.idle_reason`: a preferred election where the preferred replicas
@@ -66,7 +70,9 @@ class Nemesis:
                     return
                 step = plan.steps[index]
                 if action == _HEAL:
-                    self._heal(index, f"{step.kind} at {step.at_s}s")
+                    fault = self._heal(index, f"{step.kind} at {step.at_s}s")
+                    if fault is not None and fault.record and fault.record.heal_attempts < HEAL_ATTEMPTS:
+                        heapq.heappush(due, (time.monotonic() - began + HEAL_RETRY_S, _HEAL, index))
                 else:
                     # an inject started late (the thread was busy with a slow heal) still holds its whole
                     # window; the inject's own time (a reassignment's wait) is part of the window
@@ -111,17 +117,19 @@ class Nemesis:
             return f"{len(active)} faults already hold (the plan's most at once: {plan.max_concurrent})"
         return None
 
-    def _heal(self, index: int, where: str) -> None:
+    def _heal(self, index: int, where: str) -> Fault | None:
+        """Heal step ``index``; the fault when its heal failed (it stays active), else None."""
         fault = self._active.get(index)
         if fault is None:
-            return
+            return None
         try:
             fault.heal()
         except Exception as exc:
             self.errors.append(f"{where}: heal: {exc}")
-        else:
-            del self._active[index]
-            self.done.append(fault)
+            return fault
+        del self._active[index]
+        self.done.append(fault)
+        return None
 
     def wait(self, timeout_s: float) -> bool:
         """Wait for the plan to finish; True when it did."""

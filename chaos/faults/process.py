@@ -3,7 +3,8 @@
 Through the broker's proxies a crashed or stopped broker looks *refused*: Toxiproxy accepts the client,
 fails to dial the dead upstream and closes at once. A paused broker looks *silent*: its kernel still
 completes TCP handshakes but the frozen JVM never answers. Heal of crash/stop restarts the same
-container (``docker start``: data and fixed addresses kept) and waits for "started" logged since then.
+container (``docker start``: data and fixed addresses kept) and waits for "started" logged since then; a
+retried heal kills a container the failed attempt left running and starts it again.
 """
 
 from __future__ import annotations
@@ -62,7 +63,10 @@ class Crash(Fault):
             self.cluster.restart_broker(broker_id, self.restart_timeout_s, wait=False)
             self.note("restarted without waiting for it to start (the session was interrupted)")
             return
-        self.restart_s = self.cluster.restart_broker(broker_id, self.restart_timeout_s)
+        # a retry: the last attempt's start may have left the process running but stuck (waiting for a
+        # quorum that was down then); only a new process registers afresh
+        fresh = self.record is not None and self.record.heal_attempts > 0
+        self.restart_s = self.cluster.restart_broker(broker_id, self.restart_timeout_s, fresh=fresh)
 
 
 class Stop(Crash):

@@ -117,3 +117,19 @@ def test_latency_adds_500_ms_to_a_metadata_request_and_heal_removes_it(kafka_clu
     assert slowed - baseline >= 0.5 - 0.02
     assert healed < baseline + 0.2
     assert kafka_cluster.toxiproxy.toxics(broker.proxy("ext")) == []
+
+
+def test_a_fresh_restart_replaces_a_running_broker_process(kafka_cluster: KafkaCluster) -> None:
+    """What a retried crash heal does to a broker an earlier start left running but stuck: the container
+    is killed and started again, and the new process logs started and answers through its proxy."""
+    broker = kafka_cluster.brokers[-1]
+    broker.docker.reload()
+    assert broker.docker.status == "running"
+    before = broker.docker.attrs["State"]["StartedAt"]
+    seconds = kafka_cluster.restart_broker(broker.node_id, fresh=True)
+    broker.docker.reload()
+    assert broker.docker.attrs["State"]["StartedAt"] != before  # a new process, not the old one waited on
+    print(f"fresh restart of broker {broker.node_id}: started in {seconds:.1f} s")
+    outcome, waited = probe(broker.ext_port, wait_s=10)
+    assert outcome == "answered", f"after a fresh restart: {outcome} in {waited:.2f} s"
+    kafka_cluster.wait_healthy(60)  # the next test gets a whole cluster

@@ -266,7 +266,7 @@ class FakeCluster:
         self.toxiproxy.wedged.clear()
         self.toxiproxy.reset()
 
-    def restart_broker(self, node_id: int, timeout_s: float = 90.0) -> float:
+    def restart_broker(self, node_id: int, timeout_s: float = 90.0, *, fresh: bool = False) -> float:
         self.broker(node_id).docker.status = "running"
         return 0.0
 

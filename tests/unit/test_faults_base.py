@@ -102,7 +102,9 @@ class RestartingCluster(FakeCluster):
 
     def __init__(self) -> None:
         self.restarts: list[bool] = []
+        self.fresh: list[bool] = []
         self.killed: list[int] = []
+        self.fail_restarts = 0
 
     def broker(self, node_id: int) -> Any:
         cluster = self
@@ -116,8 +118,14 @@ class RestartingCluster(FakeCluster):
 
         return Broker()
 
-    def restart_broker(self, node_id: int, timeout_s: float = 90.0, *, wait: bool = True) -> float:
+    def restart_broker(
+        self, node_id: int, timeout_s: float = 90.0, *, wait: bool = True, fresh: bool = False
+    ) -> float:
         self.restarts.append(wait)
+        self.fresh.append(fresh)
+        if self.fail_restarts:
+            self.fail_restarts -= 1
+            raise TimeoutError(f"broker {node_id} did not log started within {timeout_s} s")
         return 0.0
 
 
@@ -167,3 +175,22 @@ def test_an_interrupt_during_the_inject_undoes_it_without_waiting_and_records_it
     assert record.healed_at is not None
     assert record.error == "inject failed: signal SIGTERM"
     assert log.active() == []
+
+
+def test_a_retried_crash_heal_starts_a_new_process() -> None:
+    """The first restart timed out (the broker ran but never registered: the quorum was down then); the
+    retry must not wait on that stuck process again but start a new one."""
+    from chaos.faults.process import Crash
+
+    cluster = RestartingCluster()
+    cluster.fail_restarts = 1
+    fault = Crash(cluster, 2, log=FaultLog())  # type: ignore[arg-type]
+    fault.inject()
+    with pytest.raises(FaultError, match="did not log started"):
+        fault.heal()
+    assert fault.active
+    fault.heal()
+    assert not fault.active
+    assert cluster.fresh == [False, True]
+    assert fault.record is not None
+    assert fault.record.heal_attempts == 2

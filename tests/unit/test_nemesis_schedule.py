@@ -182,3 +182,33 @@ def test_late_steps_never_hold_more_faults_at_once_than_the_plan(
     assert nemesis.skipped == [2]
     assert nemesis.errors == ["crash at 0.5s: skipped, 1 faults already hold (the plan's most at once: 1)"]
     assert OnBroker.held == [(1, "inject"), (1, "heal"), (2, "inject"), (2, "heal")]
+
+
+def test_a_failed_heal_is_retried_before_the_plan_ends(
+    cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Step 0's first heal fails (a broker that did not start in time): it is healed again
+    ``HEAL_RETRY_S`` later, while the plan still runs, so step 1 on the same broker is not skipped."""
+
+    class FailsOnce(OnBroker):
+        def _heal(self) -> None:
+            super()._heal()
+            if self.record is not None and self.record.heal_attempts == 0:
+                raise FaultError("broker 1 did not log started")
+
+    monkeypatch.setattr(chaos.faults.nemesis, "HEAL_RETRY_S", 0.1)
+    monkeypatch.setattr(
+        chaos.faults.nemesis, "build_fault", lambda kafka, step, log: FailsOnce(kafka, step.target, log=log)
+    )
+    plan = Plan(1, 3, (FaultStep(0.0, 0.1, "crash", 1), FaultStep(0.5, 0.1, "pause", 1)))
+    log = FaultLog()
+    nemesis = Nemesis(cluster, log).start(plan)
+    assert nemesis.wait(10)
+    assert OnBroker.held == [(1, "inject"), (1, "heal"), (1, "heal"), (1, "inject"), (1, "heal"), (1, "heal")]
+    assert nemesis.skipped == []
+    assert nemesis.errors == [
+        "crash at 0.0s: heal: broker 1 did not log started",
+        "pause at 0.5s: heal: broker 1 did not log started",
+    ]
+    assert [r.heal_attempts for r in log.records()] == [2, 2]
+    assert all(r.healed_at is not None for r in log.records())

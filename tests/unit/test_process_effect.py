@@ -36,7 +36,9 @@ class Cluster:
     def broker(self, node_id: int) -> SimpleNamespace:
         return SimpleNamespace(node_id=node_id, docker=self.container)
 
-    def restart_broker(self, node_id: int, timeout_s: float = 90.0, wait: bool = True) -> float:
+    def restart_broker(
+        self, node_id: int, timeout_s: float = 90.0, wait: bool = True, fresh: bool = False
+    ) -> float:
         self.container.status = "running"
         return 0.0
 
