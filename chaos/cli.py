@@ -95,16 +95,21 @@ def images_ensure(source: str | None, kafka_version: str | None) -> None:
 
 @cli.group()
 def jars() -> None:
-    """Spark's Kafka connector jars."""
+    """Spark's Kafka connector jars and the Java client worker."""
 
 
 @jars.command("ensure")
-def jars_ensure() -> None:
-    """Fetch spark-sql-kafka-0-10 for the installed PySpark with Maven, unless cached."""
+@_KAFKA_VERSION_OPTION
+def jars_ensure(kafka_version: str | None) -> None:
+    """Fetch spark-sql-kafka-0-10 for the installed PySpark with Maven, and build the Java client worker
+    against kafka-clients of the Kafka version, unless cached."""
     from chaos.audit.connector import ensure_connector_jars
+    from chaos.workload.java_client import ensure_java_worker
 
     for jar in ensure_connector_jars():
         console.print(str(jar), soft_wrap=True)
+    worker = ensure_java_worker(versions.chosen_kafka_version(kafka_version))
+    console.print(str(worker.directory), soft_wrap=True)
 
 
 @jars.command("list")
@@ -350,6 +355,12 @@ def scenarios_list() -> None:
     help="Which engine audits the run (default: $CHAOS_AUDIT_ENGINE, else spark).",
 )
 @click.option(
+    "--client",
+    type=click.Choice(["librdkafka", "java"]),
+    default=None,
+    help="The producers' client library (default: $CHAOS_CLIENT, else librdkafka; java: kafka-clients).",
+)
+@click.option(
     "--duration",
     default=None,
     help="How long a scenario without a fixed length runs (RANDOM: its fault plan): 60, 90s, 5m.",
@@ -362,6 +373,7 @@ def scenario_run(
     kafka_version: str | None,
     group_protocol: str | None,
     audit_engine: str | None,
+    client: str | None,
     duration: str | None,
 ) -> None:
     """Run one catalog scenario (by id or catalog id, e.g. PB1) through pytest.
@@ -376,6 +388,7 @@ def scenario_run(
     extra: tuple[str, ...] = ("--kafka-version", kafka_version) if kafka_version else ()
     extra += ("--chaos-group-protocol", group_protocol) if group_protocol else ()
     extra += ("--chaos-audit-engine", audit_engine) if audit_engine else ()
+    extra += ("--chaos-client", client) if client else ()
     extra += ("--chaos-duration", duration) if duration else ()
     _run_pytest(pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant, extra=extra))
 

@@ -48,6 +48,7 @@ _ENV_SEED = "CHAOS_SEED"
 _ENV_REPORT_DIR = "CHAOS_REPORT_DIR"
 _ENV_GROUP_PROTOCOL = "CHAOS_GROUP_PROTOCOL"
 _ENV_AUDIT_ENGINE = "CHAOS_AUDIT_ENGINE"
+_ENV_CLIENT = "CHAOS_CLIENT"
 _AUDIT_ENGINES = ("spark", "reference")
 _SIGTERM_BEFORE = pytest.StashKey["Callable[[int, FrameType | None], object] | int | None"]()
 
@@ -86,6 +87,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Consumer-group protocol of the scenarios' group members: classic (default) or consumer "
         "(KIP-848, Kafka 4.0+); default $CHAOS_GROUP_PROTOCOL. A variant that sets group.protocol keeps it.",
+    )
+    group.addoption(
+        "--chaos-client",
+        default=None,
+        help="Client library of the scenarios' producers: librdkafka (default, confluent-kafka) or java "
+        "(kafka-clients of the cluster's Kafka version, built locally; docs/workload.md, 'The Java client'); "
+        "default $CHAOS_CLIENT. Group members and transactional workers stay on librdkafka.",
     )
     group.addoption(
         "--chaos-strict-symptoms",
@@ -239,6 +247,7 @@ class _Options:
     cluster: ClusterConfig
     group_protocol: GroupProtocol
     audit_engine: Engine = "spark"
+    client: str = "librdkafka"
     duration_s: float | None = None
     plan: Plan | None = None
 
@@ -294,6 +303,7 @@ def _read_options(config: pytest.Config) -> _Options:
     from chaos.paths import reports_dir
     from chaos.run.durations import parse_duration
     from chaos.run.profiles import GROUP_PROTOCOLS
+    from chaos.workload.java_client import CLIENTS
 
     images_option = config.getoption("--chaos-images")
     try:
@@ -357,6 +367,11 @@ def _read_options(config: pytest.Config) -> _Options:
             _given("--chaos-audit-engine", engine_option, _ENV_AUDIT_ENGINE),
             f"expected one of {', '.join(_AUDIT_ENGINES)}",
         )
+    client_option: str | None = config.getoption("--chaos-client")
+    client = (client_option or os.environ.get(_ENV_CLIENT) or "librdkafka").strip().lower()
+    if client not in CLIENTS:
+        given_client = _given("--chaos-client", client_option, _ENV_CLIENT)
+        raise _usage(given_client, f"expected one of {', '.join(CLIENTS)}")
     duration_option: str | None = config.getoption("--chaos-duration")
     try:
         duration_s = parse_duration(duration_option) if duration_option is not None else None
@@ -376,6 +391,7 @@ def _read_options(config: pytest.Config) -> _Options:
         cluster=cluster,
         group_protocol=protocol,
         audit_engine=engine,  # type: ignore[arg-type]  # checked against _AUDIT_ENGINES above
+        client=client,
     )
 
 
@@ -651,13 +667,18 @@ def scenario_run(
     chaos_seed: int,
 ) -> Callable[..., ScenarioRun]:
     """``scenario_run(SCENARIO, "vulnerable")`` -> an unopened ScenarioRun on the session's cluster, in this
-    test's run directory, with the session's seed, profile, audit engine, strictness, duration and plan
-    (``replay=`` a saved plan instead of ``--chaos-plan``'s).
+    test's run directory, with the session's seed, profile, audit engine, strictness, duration, plan
+    (``replay=`` a saved plan instead of ``--chaos-plan``'s) and client library (``client_library=``).
     :func:`chaos.scenario.chaos_scenario` uses it; a hand-written scenario test may too."""
     from chaos.scenario import ScenarioRun
 
     def make(
-        scenario: Scenario, variant: str, engine: Engine | None = None, *, replay: Plan | None = None
+        scenario: Scenario,
+        variant: str,
+        engine: Engine | None = None,
+        *,
+        replay: Plan | None = None,
+        client_library: str | None = None,
     ) -> ScenarioRun:
         return ScenarioRun(
             scenario,
@@ -670,6 +691,7 @@ def scenario_run(
             engine=engine or pytestconfig.stash[_OPTIONS].audit_engine,
             strict_symptoms=pytestconfig.getoption("--chaos-strict-symptoms"),
             group_protocol=pytestconfig.stash[_OPTIONS].group_protocol,
+            client_library=client_library or pytestconfig.stash[_OPTIONS].client,
             duration_s=pytestconfig.stash[_OPTIONS].duration_s,
             replay=replay or pytestconfig.stash[_OPTIONS].plan,
         )

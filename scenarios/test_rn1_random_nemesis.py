@@ -52,7 +52,7 @@ from chaos.faults.plan import KINDS
 from chaos.history import Event, TxnMarker
 from chaos.run.events import Isolation, producer_of
 from chaos.scenario import Scenario, ScenarioRun, Variant, chaos_scenario, views
-from chaos.workload import TRANSACTIONAL, ProducerWorker
+from chaos.workload import TRANSACTIONAL, AnyProducer
 from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec
 
 RATE = 100.0
@@ -201,7 +201,7 @@ def test_random(run: ScenarioRun) -> None:
     )
 
 
-def _transform(run: ScenarioRun, workload_s: float) -> ProducerWorker:
+def _transform(run: ScenarioRun, workload_s: float) -> AnyProducer:
     """The transactional stage: ``producer-t`` into an input topic (as the run's topic is configured), and
     ``transformer-0`` copying it into the run's topic; returns the feeder (stopped with the producers)."""
     source = f"in-{run.run_id}"

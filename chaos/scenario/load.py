@@ -9,7 +9,7 @@ from chaos.scenario import views
 
 if TYPE_CHECKING:
     from chaos.scenario.runner import ScenarioRun
-    from chaos.workload import ProducerWorker
+    from chaos.workload import AnyProducer
 
 
 def steady_load(
@@ -20,7 +20,7 @@ def steady_load(
     flush_timeout_s: float,
     batch_size: int = 100,
     warm_up_s: float = 30.0,
-) -> ProducerWorker:
+) -> AnyProducer:
     """Start it on the run's topic and return the producer once ``rate`` values (one second's worth) are
     acknowledged and delivered to the group; the run stops the member and the producer at its end.
 

@@ -55,6 +55,7 @@ from chaos.scenario.views import acked_ids, delivered_ids
 from chaos.scenario.workers import RunWorkers
 from chaos.workload import RunContext, consumer_config, drain, time_profile
 from chaos.workload.effective import announced, take_announced
+from chaos.workload.java_client import JavaWorker, check_client, ensure_java_worker
 from chaos.workload.readers import offset_bounds
 from chaos.workload.tail import last_data_offsets
 
@@ -82,9 +83,10 @@ class ScenarioRun(RunWorkers):
     records the error in ``scenario.json`` — so a crashed run still leaves a readable run directory.
     ``group_protocol``: the members' consumer-group protocol unless the variant sets ``group.protocol``
     (:meth:`~chaos.run.profiles.ClientProfile.with_group_protocol`; the plugin's ``--chaos-group-protocol``).
-    ``duration_s``: how long a scenario with a workload of no fixed length runs (the plugin's
-    ``--chaos-duration``; None: the scenario's own default). ``replay``: a saved plan that :meth:`plan`
-    returns instead of drawing one (the plugin's ``--chaos-plan``, ``chaos replay``).
+    ``client_library``: ``librdkafka`` or ``java``, the producers' client (:meth:`producer`; the plugin's
+    ``--chaos-client``). ``duration_s``: how long a scenario with a workload of no fixed length runs (the
+    plugin's ``--chaos-duration``; None: the scenario's own default). ``replay``: a saved plan that
+    :meth:`plan` returns instead of drawing one (the plugin's ``--chaos-plan``, ``chaos replay``).
     """
 
     def __init__(
@@ -101,10 +103,14 @@ class ScenarioRun(RunWorkers):
         spark_master: str = SCENARIO_MASTER,
         strict_symptoms: bool | None = None,
         group_protocol: GroupProtocol = "classic",
+        client_library: str = "librdkafka",
         duration_s: float | None = None,
         replay: Plan | None = None,
     ) -> None:
         super().__init__()
+        self.client_library = check_client(client_library)
+        if client_library == "java":
+            self.java_worker()  # built (once per version) before the run starts, not in its first producer
         self.scenario = scenario
         self.variant = scenario.variant(variant) if isinstance(variant, str) else variant
         if self.variant not in scenario.variants:
@@ -324,6 +330,9 @@ class ScenarioRun(RunWorkers):
 
     def client_bootstrap(self, client_path: str) -> str:
         return self.cluster.bootstrap(client_path)
+
+    def java_worker(self) -> JavaWorker:
+        return ensure_java_worker(self.cluster.config.kafka_version)
 
     def record(self, event: Event) -> None:
         """The run's sink: into the history, and into the live copy waits read."""

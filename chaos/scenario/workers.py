@@ -34,6 +34,7 @@ from chaos.workload import (
     producer_config,
     profile,
 )
+from chaos.workload.java_client import AnyProducer, JavaProducer, JavaWorker
 
 INTROSPECT_PROCESS: Final = "introspect"
 
@@ -47,6 +48,8 @@ class RunWorkers:
         """True while the run stops its workers because the session was interrupted (Ctrl-C, SIGTERM):
         the harness's closers then cut their flushes short."""
         self._samplers: dict[str, ClusterSampler] = {}
+        self.client_library = "librdkafka"
+        """The producers' client: ``librdkafka`` or ``java`` (:meth:`producer`)."""
         self.streams: dict[str, str] = {}
         """Producer -> the guarantee of the client profile it was handed (``client=``): its values are
         judged by that guarantee, the rest by the variant's (:func:`chaos.gate.policy.judge`)."""
@@ -58,6 +61,10 @@ class RunWorkers:
 
     def client_bootstrap(self, client_path: str) -> str:
         """The cluster's addresses on ``client_path`` (the run supplies them)."""
+        raise NotImplementedError
+
+    def java_worker(self) -> JavaWorker:
+        """The Java client worker for the cluster's Kafka version (the run supplies it)."""
         raise NotImplementedError
 
     def context_on(self, client_path: str | None) -> RunContext:
@@ -147,10 +154,12 @@ class RunWorkers:
         client_path: str | None = None,
         client: ClientProfile | str | None = None,
         topic: str | None = None,
-    ) -> ProducerWorker:
+    ) -> AnyProducer:
         """Start a producer with the variant's client configuration; joined (or stopped) by the caller.
         ``client_path``: see :meth:`context_on`. ``client``: a client profile of its own (see
-        :meth:`stream_context`). ``topic``: another topic than the run's (a transforming worker's input)."""
+        :meth:`stream_context`). ``topic``: another topic than the run's (a transforming worker's input).
+        On the Java client (:attr:`client_library`) a :class:`~chaos.workload.java_client.JavaProducer`
+        with the same interface and events."""
         spec = ProducerSpec(
             name=name,
             topic=topic,
@@ -160,7 +169,12 @@ class RunWorkers:
             flush_timeout_s=flush_timeout_s,
             overrides=tuple(overrides),
         )
-        worker = ProducerWorker(self.stream_context(name, client, client_path), spec)
+        context = self.stream_context(name, client, client_path)
+        worker: AnyProducer
+        if self.client_library == "java":
+            worker = JavaProducer(context, spec, self.java_worker())
+        else:
+            worker = ProducerWorker(context, spec)
         self.on_close(lambda: _quiet(lambda: worker.stop(hasty=self.interrupting)))
         return worker.start()
 

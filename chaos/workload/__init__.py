@@ -22,6 +22,7 @@ from chaos.workload.consumer import (
     rebalance_callbacks,
     run_member,
 )
+from chaos.workload.java_client import AnyProducer, JavaProducer
 from chaos.workload.outcomes import Classified, classify_delivery_error, classify_produce_exception
 from chaos.workload.producer import ProducerSpec, ProducerStats, ProducerWorker
 from chaos.workload.producer_process import Checkpoint, ProcessProducer, ProcessProducerSpec
@@ -73,6 +74,7 @@ __all__ = [
     "THROUGHPUT_CONSUMER",
     "THROUGHPUT_PRODUCER",
     "TRANSACTIONAL",
+    "AnyProducer",
     "Checkpoint",
     "ChildProcess",
     "Classified",
@@ -84,6 +86,7 @@ __all__ = [
     "DeliveryPoint",
     "DrainSummary",
     "Guarantee",
+    "JavaProducer",
     "MemberSpec",
     "ProcessMember",
     "ProcessProducer",

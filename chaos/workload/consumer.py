@@ -438,6 +438,8 @@ class ChildProcess:
     """
 
     module: str = "chaos.workload.member_child"
+    clean_exits: tuple[int, ...] = (0, -signal.SIGTERM)
+    """Exit statuses of a graceful stop (a JVM ends a SIGTERM it handled with 143)."""
 
     def __init__(self, name: str, payload: str, sink: Sink) -> None:
         self.name = name
@@ -471,7 +473,7 @@ class ChildProcess:
         env["PYTHONUNBUFFERED"] = "1"
         env[PARENT_PID_ENV] = str(os.getpid())  # the child dies with this process (die_with_parent)
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", self.module],
+            self.command(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -494,7 +496,7 @@ class ChildProcess:
             if not line.endswith(b"\n"):
                 break  # torn by a kill
             try:
-                event = Event.from_row(json.loads(line))
+                event = Event.from_row(self.row(json.loads(line)))
             except (ValueError, TypeError) as exc:
                 self.error = exc
                 continue
@@ -508,7 +510,23 @@ class ChildProcess:
     def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
-            self._stderr.append(line.decode("utf-8", "replace").rstrip())
+            text = line.decode("utf-8", "replace").rstrip()
+            self._stderr.append(text)
+            try:
+                self.stderr_line(text)
+            except Exception as exc:  # evidence only: a line that does not parse never stops the child
+                self._stderr.append(f"(not recorded: {exc!r})")
+
+    def command(self) -> list[str]:
+        """The child's command line: this Python running :attr:`module`."""
+        return [sys.executable, "-m", self.module]
+
+    def row(self, row: dict[str, Any]) -> dict[str, Any]:
+        """One event row the child wrote, before it becomes an event (override to complete it)."""
+        return row
+
+    def stderr_line(self, line: str) -> None:
+        """One line the child wrote to stderr (kept for error messages; override to record it)."""
 
     def _wait(self, timeout_s: float) -> int | None:
         assert self._proc is not None
@@ -541,7 +559,7 @@ class ChildProcess:
             raise WorkloadError(
                 f"{self.name} did not close within {timeout_s} s; killed it\n" + "\n".join(self._stderr)
             )
-        if code not in (0, -signal.SIGTERM):
+        if code not in self.clean_exits:
             raise WorkloadError(f"{self.name} exited with {code}:\n" + "\n".join(self._stderr))
         if self.error is not None:
             raise WorkloadError(f"{self.name}: bad event from the child: {self.error!r}")

@@ -15,8 +15,10 @@ from typing import Final, Literal
 DEFINITE_FAIL: Final = frozenset(
     {
         "MSG_SIZE_TOO_LARGE",  # librdkafka uses code 10 for its local size check too
+        "MESSAGE_TOO_LARGE",  # the Java client's name of code 10
         "RECORD_LIST_TOO_LARGE",
         "INVALID_MSG",  # CORRUPT_MESSAGE (2): CRC check failed on the broker, before the append
+        "CORRUPT_MESSAGE",
         "INVALID_RECORD",
         "INVALID_REQUIRED_ACKS",
         "INVALID_TIMESTAMP",
@@ -41,8 +43,10 @@ REJECTED_LAST_ATTEMPT: Final = frozenset(
     {
         "NOT_ENOUGH_REPLICAS",
         "NOT_LEADER_FOR_PARTITION",
+        "NOT_LEADER_OR_FOLLOWER",  # the Java client's name of code 6
         "LEADER_NOT_AVAILABLE",
         "UNKNOWN_TOPIC_OR_PART",
+        "UNKNOWN_TOPIC_OR_PARTITION",  # the Java client's name of code 3
         "FENCED_LEADER_EPOCH",
         "UNKNOWN_LEADER_EPOCH",
         "_UNKNOWN_TOPIC",

@@ -27,7 +27,7 @@ from chaos.faults.process import Stop
 from chaos.faults.targets import FollowerOf, LeaderOf
 from chaos.history import FaultEvent, SendOutcome
 from chaos.scenario import Scenario, ScenarioResult, ScenarioRun, Variant, views
-from chaos.workload import IDEMPOTENT, ProducerWorker
+from chaos.workload import IDEMPOTENT, AnyProducer
 
 pytestmark = pytest.mark.integration
 
@@ -51,9 +51,7 @@ def faults_of(events: list[FaultEvent], kind: str) -> list[tuple[str, str]]:
     return [(e.action, e.target) for e in events if e.fault == kind]
 
 
-def start_load(
-    run: ScenarioRun, duration_s: float, overrides: dict[str, int] | None = None
-) -> ProducerWorker:
+def start_load(run: ScenarioRun, duration_s: float, overrides: dict[str, int] | None = None) -> AnyProducer:
     """A member consuming the run's topic and a producer writing 100/s for ``duration_s``, both started."""
     run.member("consumer-0", overrides=overrides)
     producer = run.producer(rate=100.0, duration_s=duration_s, overrides=tuple((overrides or {}).items()))
@@ -61,7 +59,7 @@ def start_load(
     return producer
 
 
-def finish_load(run: ScenarioRun, producer: ProducerWorker) -> ScenarioResult:
+def finish_load(run: ScenarioRun, producer: AnyProducer) -> ScenarioResult:
     """Let the producer finish (every send acknowledged), the group catch up, and audit the run."""
     assert producer.join().fail == 0
     run.wait_caught_up(30)

@@ -41,7 +41,7 @@ from chaos.faults.client import ClientPause
 from chaos.faults.toxics import Refuse
 from chaos.history import Event, FaultEvent, TxnMarker
 from chaos.scenario import Scenario, ScenarioResult, ScenarioRun, Variant, views
-from chaos.workload import IDEMPOTENT, TRANSACTIONAL, ProcessMember, ProducerWorker
+from chaos.workload import IDEMPOTENT, TRANSACTIONAL, AnyProducer, ProcessMember
 
 pytestmark = pytest.mark.integration
 
@@ -160,7 +160,7 @@ def owned(events: list[Event], process: str) -> set[int]:
 
 def two_members_consuming(
     run: ScenarioRun, client_path: str | None = None
-) -> tuple[ProcessMember, ProducerWorker, set[int]]:
+) -> tuple[ProcessMember, AnyProducer, set[int]]:
     """``DOOMED`` (a child process, on ``client_path``) and ``SURVIVOR`` sharing the run's ``PARTITIONS``
     partitions while a producer writes, both consuming; returns the doomed member, the producer and the
     partitions it holds."""

@@ -10,7 +10,14 @@ import pytest
 
 from chaos import versions
 
-ENV = ("CHAOS_SEED", "CHAOS_IMAGES", "CHAOS_REPORT_DIR", "CHAOS_KAFKA_VERSION", "CHAOS_AUDIT_ENGINE")
+ENV = (
+    "CHAOS_SEED",
+    "CHAOS_IMAGES",
+    "CHAOS_REPORT_DIR",
+    "CHAOS_KAFKA_VERSION",
+    "CHAOS_AUDIT_ENGINE",
+    "CHAOS_CLIENT",
+)
 
 # A test that would leave a mark if the session ever got as far as running it.
 NEVER_RUNS = """
@@ -87,6 +94,16 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
             "ERROR: chaos: CHAOS_AUDIT_ENGINE='sprak': expected one of spark, reference",
         ),
         (
+            ["--chaos-client", "kafka-python"],
+            {},
+            "ERROR: chaos: --chaos-client kafka-python: expected one of librdkafka, java",
+        ),
+        (
+            [],
+            {"CHAOS_CLIENT": "jvm"},
+            "ERROR: chaos: CHAOS_CLIENT='jvm': expected one of librdkafka, java",
+        ),
+        (
             ["--chaos-duration", "ten minutes"],
             {},
             "ERROR: chaos: --chaos-duration ten minutes: duration 'ten minutes': expected a positive number "
@@ -111,6 +128,8 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
         "consumer-protocol-on-3.9",
         "audit-engine-option",
         "CHAOS_AUDIT_ENGINE",
+        "client-option",
+        "CHAOS_CLIENT",
         "duration-option",
         "plan-option",
     ],

@@ -1,0 +1,147 @@
+"""The Java client worker (chaos.workload.java_client): a profile means the same on both clients, a failed
+send is classified by the librdkafka worker's rule, the client's log lines become evidence — and the real
+worker (compiled against kafka-clients, run in a JVM) writes valid history events and stops on SIGTERM.
+No broker here: the real-cluster run is tests/integration/test_java_client.py."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from chaos import versions
+from chaos.errors import ConfigError
+from chaos.history import ClientLog, Event, SendInvoke, SendOutcome
+from chaos.workload import ACKS1, AT_LEAST_ONCE, IDEMPOTENT, TRANSACTIONAL, ProducerSpec, RunContext
+from chaos.workload.effective import take_announced
+from chaos.workload.java_client import (
+    JavaChild,
+    JavaProducer,
+    JavaWorker,
+    client_log_of,
+    ensure_java_worker,
+    java_producer_config,
+)
+
+
+def context(run_id: str, client: object = ACKS1, events: list[Event] | None = None) -> RunContext:
+    sink = events.append if events is not None else (lambda event: None)
+    return RunContext(
+        run_id=run_id, bootstrap_servers="127.0.0.1:1", topic="t", group="g", client=client, sink=sink,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("client", [ACKS1, AT_LEAST_ONCE, IDEMPOTENT, TRANSACTIONAL])
+def test_every_profile_keeps_its_meaning_on_the_java_client(client: object) -> None:
+    librdkafka = ProducerSpec("producer-0").client_config(context("r-j0", client))
+    java = java_producer_config(librdkafka)
+    assert java.settings["delivery.timeout.ms"] == str(librdkafka.settings["message.timeout.ms"])
+    assert java.settings["acks"] == str(librdkafka.settings["acks"])
+    assert java.settings["enable.idempotence"] == str(librdkafka.settings["enable.idempotence"]).lower()
+    assert "message.timeout.ms" not in java.settings
+    assert java.dropped == {
+        "socket.timeout.ms": "the Java client bounds each request by request.timeout.ms alone"
+    }
+    assert java.origins["delivery.timeout.ms"].endswith("(as librdkafka's message.timeout.ms)")
+    assert set(java.origins) == set(java.settings)
+    # Java's delivery timeout must cover linger + request timeout, or the client refuses to start
+    assert int(java.settings["delivery.timeout.ms"]) >= int(java.settings["request.timeout.ms"])
+
+
+def test_librdkafkas_default_idempotence_is_kept_where_javas_differs() -> None:
+    librdkafka = ProducerSpec("producer-0").client_config(context("r-j1"))
+    bare = type(librdkafka)(
+        librdkafka.process,
+        librdkafka.role,
+        librdkafka.profile,
+        {k: v for k, v in librdkafka.settings.items() if k != "enable.idempotence"},
+        {k: v for k, v in librdkafka.origins.items() if k != "enable.idempotence"},
+    )
+    java = java_producer_config(bare)
+    assert java.settings["enable.idempotence"] == "false"
+    assert "librdkafka's default" in java.origins["enable.idempotence"]
+
+
+def test_a_librdkafka_key_without_a_java_counterpart_is_refused_with_the_fix() -> None:
+    spec = ProducerSpec("producer-0", overrides=(("queue.buffering.max.messages", 1000),))
+    with pytest.raises(ConfigError, match=r"'queue.buffering.max.messages' .* no Java client equivalent"):
+        java_producer_config(spec.client_config(context("r-j2")))
+
+
+def test_the_clients_warn_and_error_lines_are_client_logs() -> None:
+    line = (
+        "WARN org.apache.kafka.clients.NetworkClient - [Producer clientId=producer-0] Connection to node 1 "
+        "(/127.0.0.1:19092) could not be established. Node may not be available."
+    )
+    event = client_log_of(line, "r-j3", "producer-0")
+    assert event is not None
+    assert (event.level, event.facility) == ("warning", "NetworkClient")
+    assert event.message.startswith("[Producer clientId=producer-0] Connection to node 1")
+    assert (
+        client_log_of(
+            "\tat org.apache.kafka.clients.producer.KafkaProducer.send(KafkaProducer.java:1)", "r", "p"
+        )
+        is None
+    )
+
+
+def child(single_attempt: bool) -> JavaChild:
+    worker = JavaWorker(Path("/nonexistent"), versions.KAFKA_VERSION)  # row() runs nothing
+    return JavaChild("producer-0", "{}", lambda event: None, worker, "r-j4", single_attempt=single_attempt)
+
+
+@pytest.mark.parametrize(
+    ("error", "sync", "single_attempt", "outcome"),
+    [
+        ("REQUEST_TIMED_OUT", False, False, "info"),  # the Java client's TimeoutException: may be written
+        ("NOT_ENOUGH_REPLICAS", False, True, "fail"),  # the only attempt was rejected before the append
+        ("NOT_ENOUGH_REPLICAS", False, False, "info"),  # an earlier attempt may have been appended
+        ("NOT_LEADER_OR_FOLLOWER", False, True, "fail"),  # the Java name of NOT_LEADER_FOR_PARTITION
+        ("MESSAGE_TOO_LARGE", False, False, "fail"),  # the Java name of MSG_SIZE_TOO_LARGE
+        ("InterruptException", True, False, "fail"),  # send() itself refused: never enqueued
+        ("KafkaException", False, False, "info"),  # a forced close's aborted batch: unknown
+    ],
+)
+def test_a_failed_send_is_classified_by_the_librdkafka_workers_rule(
+    error: str, sync: bool, single_attempt: bool, outcome: str
+) -> None:
+    row = {
+        "run_id": "r-j4", "kind": "send_outcome", "ts": time.time(), "mono": time.monotonic(),
+        "process": "producer-0", "value_id": "r-j4:producer-0:0", "outcome": None, "error": error,
+        "retriable": False, "fatal": False, "sync": sync,
+    }  # fmt: skip
+    event = Event.from_row(child(single_attempt).row(row))
+    assert isinstance(event, SendOutcome)
+    assert event.outcome == outcome
+
+
+def test_the_real_worker_records_its_sends_and_stops_on_sigterm() -> None:
+    """A JVM whose only broker does not exist: the first send() waits for metadata (max.block.ms); SIGTERM
+    interrupts it — the value gets its one outcome (``fail``: send() refused it), the client's connection
+    warnings are client logs, and the JVM exits as a graceful stop (143)."""
+    events: list[Event] = []
+    ctx = context("r-j5", ACKS1, events)
+    producer = JavaProducer(
+        ctx,
+        ProducerSpec("producer-0", rate=None, count=3, flush_timeout_s=5.0),
+        ensure_java_worker(versions.KAFKA_VERSION),
+    )
+    (announced,) = take_announced("r-j5")
+    assert announced.settings["delivery.timeout.ms"] == "60000"
+    producer.start()
+    deadline = time.monotonic() + 30
+    while not any(isinstance(e, ClientLog) and e.facility == "NetworkClient" for e in events):
+        assert time.monotonic() < deadline, events
+        time.sleep(0.2)
+    stats = producer.stop(20.0)
+    invokes = [e for e in events if isinstance(e, SendInvoke)]
+    outcomes = [e for e in events if isinstance(e, SendOutcome)]
+    assert [e.value_id for e in invokes] == ["r-j5:producer-0:0"]
+    assert [(e.value_id, e.outcome, e.error) for e in outcomes] == [
+        ("r-j5:producer-0:0", "fail", "InterruptException")
+    ]
+    assert (stats.sent, stats.ok, stats.fail, stats.info) == (1, 0, 1, 0)
+    notices = Counter(e.facility for e in events if isinstance(e, ClientLog) and e.level == "notice")
+    assert notices == {"JAVA_CONFIG": 1}  # socket.timeout.ms left out, said in the run
