@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
+from collections.abc import Sequence
 
 from chaos.faults.targets import LeaderOf
 from chaos.faults.toxics import Latency
@@ -121,6 +122,22 @@ def _copies(events: tuple[Event, ...]) -> Counter[str]:
     )
 
 
+def _lost_acks(events: Sequence[Event]) -> list[str]:
+    """A produce request timed out in flight, as each client logs it: librdkafka's ``REQTMOUT`` "Timed out
+    ProduceRequest", the Java client's ``Sender`` "Got error produce response … Error: REQUEST_TIMED_OUT"
+    (``--chaos-client java``)."""
+    return [
+        e.message
+        for e in views.client_logs(events)
+        if (e.facility == "REQTMOUT" and "ProduceRequest" in e.message)
+        or (
+            e.facility == "Sender"
+            and "Got error produce response" in e.message
+            and "REQUEST_TIMED_OUT" in e.message
+        )
+    ]
+
+
 @chaos_scenario(SCENARIO)
 def test_d1(run: ScenarioRun) -> None:
     variant = run.variant.name
@@ -133,7 +150,7 @@ def test_d1(run: ScenarioRun) -> None:
     with contextlib.suppress(AssertionError):  # the lost ack: a precondition, recorded below
         run.wait_for(
             "a produce request timed out",
-            lambda ev: any("timed out" in (e.message or "").lower() for e in views.client_logs(ev)),
+            lambda ev: bool(_lost_acks(ev)),
             20,
         )
     # the retry waits for a new connection, whose ApiVersion answer the toxic delays past the timeout too
@@ -153,9 +170,7 @@ def test_d1(run: ScenarioRun) -> None:
     events = result.events
     copies = _copies(events)
     duplicated = {v: n for v, n in copies.items() if n > 1}
-    timeouts = [
-        e.message for e in views.client_logs(events, facility="REQTMOUT") if "ProduceRequest" in e.message
-    ]
+    timeouts = _lost_acks(events)
     reconnects = [e.message for e in views.client_logs(events) if "Timed out ApiVersionRequest" in e.message]
     inject = views.faults(events, "latency")[0]
     heal = next(e for e in views.faults(events, "latency") if e.action == "heal")
@@ -164,9 +179,11 @@ def test_d1(run: ScenarioRun) -> None:
         f"latency held {heal.mono - inject.mono:.1f} s"
     )
     lost_ack = result.precondition(
-        "a produce request timed out in flight (REQTMOUT ProduceRequest): the fault lost an ack",
+        "a produce request timed out in flight (REQTMOUT ProduceRequest; Java: REQUEST_TIMED_OUT): the fault "
+        "lost an ack",
         bool(timeouts),
-        [m.split(": ", 2)[-1] for m in timeouts] or "no REQTMOUT ProduceRequest line",
+        [m.split(": ", 2)[-1] for m in timeouts]
+        or "no REQTMOUT ProduceRequest line (Java: no Sender REQUEST_TIMED_OUT)",
     )
     result.symptom(
         "a reconnect's ApiVersionRequest timed out under the fault (the retry held until the heal)",

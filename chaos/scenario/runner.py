@@ -109,13 +109,13 @@ class ScenarioRun(RunWorkers):
     ) -> None:
         super().__init__()
         self.client_library = check_client(client_library)
-        if client_library == "java":
-            self.java_worker()  # built (once per version) before the run starts, not in its first producer
         self.scenario = scenario
         self.variant = scenario.variant(variant) if isinstance(variant, str) else variant
         if self.variant not in scenario.variants:
             raise ScenarioError(f"variant {self.variant.name!r} is not one of {scenario.scenario_id}'s")
         self.cluster = cluster
+        if client_library == "java":
+            self.java_worker()  # built (once per version) before the run starts, not in its first producer
         self.seed = seed
         self.time = time_profile(profile)
         self.strict_symptoms = profile == "faithful" if strict_symptoms is None else strict_symptoms

@@ -104,7 +104,6 @@ _PRODUCER_KEYS: Final[Mapping[str, str]] = {
             "retry.backoff.ms",
             "retry.backoff.max.ms",
             "max.in.flight.requests.per.connection",
-            "request.timeout.ms",
             "transactional.id",
             "transaction.timeout.ms",
             "linger.ms",
@@ -118,6 +117,11 @@ _PRODUCER_KEYS: Final[Mapping[str, str]] = {
         )
     },
     "message.timeout.ms": "delivery.timeout.ms",
+    # the client-side bound of a request: librdkafka's socket.timeout.ms is the Java client's
+    # request.timeout.ms (which it also sends as a produce request's ack timeout); librdkafka's
+    # request.timeout.ms (broker-side only) is used when no socket.timeout.ms is given
+    "socket.timeout.ms": "request.timeout.ms",
+    "request.timeout.ms": "request.timeout.ms",
     "delivery.timeout.ms": "delivery.timeout.ms",
     "queue.buffering.max.ms": "linger.ms",
     "compression.codec": "compression.type",
@@ -125,7 +129,6 @@ _PRODUCER_KEYS: Final[Mapping[str, str]] = {
 }
 # librdkafka keys the Java client has no counterpart for, and why dropping them is sound
 _NO_JAVA_KEY: Final[Mapping[str, str]] = {
-    "socket.timeout.ms": "the Java client bounds each request by request.timeout.ms alone",
     "api.version.request": "the Java client always asks",
     "broker.address.family": "the JVM's resolver decides",
 }
@@ -156,6 +159,12 @@ def java_producer_config(config: ClientConfig) -> JavaConfig:
     origins: dict[str, str] = {}
     dropped: dict[str, str] = {}
     for key, value in config.settings.items():
+        if key == "request.timeout.ms" and "socket.timeout.ms" in config.settings:
+            dropped[key] = (
+                "librdkafka's broker-side ack timeout; the Java client's request.timeout.ms, from "
+                "socket.timeout.ms, bounds the request and is sent as its ack timeout"
+            )
+            continue
         if key in _NO_JAVA_KEY:
             dropped[key] = _NO_JAVA_KEY[key]
             continue

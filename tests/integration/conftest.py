@@ -28,8 +28,13 @@ def scenario_run(scenario_run: Callable[..., ScenarioRun]) -> Callable[..., Scen
     """The plugin's factory, with the reference engine unless a test names one."""
 
     def make(
-        scenario: Scenario, variant: str, engine: Engine = INTEGRATION_ENGINE, *, replay: Plan | None = None
+        scenario: Scenario,
+        variant: str,
+        engine: Engine = INTEGRATION_ENGINE,
+        *,
+        replay: Plan | None = None,
+        client_library: str | None = None,
     ) -> ScenarioRun:
-        return scenario_run(scenario, variant, engine, replay=replay)
+        return scenario_run(scenario, variant, engine, replay=replay, client_library=client_library)
 
     return make

@@ -7,7 +7,8 @@ is started by ``run.producer()`` like every scenario's, on ``client_library="jav
 ``--chaos-client java`` sets). Asserted: the Java producer ran (its effective configuration is recorded as
 the Java client's, with ``delivery.timeout.ms``), every value it sent got one outcome, the audit passes with
 every acknowledged value in the log, and the client's own WARN lines about the crashed broker are in the
-history as evidence.
+history as evidence (measured: the ``Sender``'s "Received invalid metadata error in produce request on
+partition … NetworkException: Disconnected from node 3", the line D1's source notes quote).
 """
 
 from __future__ import annotations
@@ -61,4 +62,7 @@ def test_a_java_producer_through_a_leader_crash_is_audited_like_librdkafkas(
         for e in result.events
         if isinstance(e, ClientLog) and e.process == "producer-0" and e.level == "warning"
     ]
-    assert any(e.facility == "NetworkClient" for e in warnings), warnings[:5]
+    # the crash as the Java client logs it: a produce request cut off ("Got error produce response … Error:
+    # NETWORK_EXCEPTION", "Received invalid metadata error in produce request …": Sender), or a reconnect
+    # refused ("Connection to node N … could not be established": NetworkClient)
+    assert any(e.facility in ("Sender", "NetworkClient") for e in warnings), warnings[:5]

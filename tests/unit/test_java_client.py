@@ -41,9 +41,10 @@ def test_every_profile_keeps_its_meaning_on_the_java_client(client: object) -> N
     assert java.settings["acks"] == str(librdkafka.settings["acks"])
     assert java.settings["enable.idempotence"] == str(librdkafka.settings["enable.idempotence"]).lower()
     assert "message.timeout.ms" not in java.settings
-    assert java.dropped == {
-        "socket.timeout.ms": "the Java client bounds each request by request.timeout.ms alone"
-    }
+    # the client-side bound of a request: librdkafka's socket.timeout.ms, Java's request.timeout.ms
+    assert java.settings["request.timeout.ms"] == str(librdkafka.settings["socket.timeout.ms"])
+    assert list(java.dropped) == ["request.timeout.ms"]  # librdkafka's broker-side ack timeout
+    assert java.origins["request.timeout.ms"].endswith("(as librdkafka's socket.timeout.ms)")
     assert java.origins["delivery.timeout.ms"].endswith("(as librdkafka's message.timeout.ms)")
     assert set(java.origins) == set(java.settings)
     # Java's delivery timeout must cover linger + request timeout, or the client refuses to start
@@ -130,6 +131,7 @@ def test_the_real_worker_records_its_sends_and_stops_on_sigterm() -> None:
     )
     (announced,) = take_announced("r-j5")
     assert announced.settings["delivery.timeout.ms"] == "60000"
+    assert announced.settings["request.timeout.ms"] == "12000"  # the ci profile's socket.timeout.ms
     producer.start()
     deadline = time.monotonic() + 30
     while not any(isinstance(e, ClientLog) and e.facility == "NetworkClient" for e in events):
@@ -144,4 +146,4 @@ def test_the_real_worker_records_its_sends_and_stops_on_sigterm() -> None:
     ]
     assert (stats.sent, stats.ok, stats.fail, stats.info) == (1, 0, 1, 0)
     notices = Counter(e.facility for e in events if isinstance(e, ClientLog) and e.level == "notice")
-    assert notices == {"JAVA_CONFIG": 1}  # socket.timeout.ms left out, said in the run
+    assert notices == {"JAVA_CONFIG": 1}  # librdkafka's request.timeout.ms left out, said in the run
