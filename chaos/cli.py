@@ -104,7 +104,7 @@ def jars_ensure(kafka_version: str | None) -> None:
     """Fetch spark-sql-kafka-0-10 for the installed PySpark with Maven, and build the Java client worker
     against kafka-clients of the Kafka version, unless cached."""
     from chaos.audit.connector import ensure_connector_jars
-    from chaos.workload.java_client import ensure_java_worker
+    from chaos.workload.java_build import ensure_java_worker
 
     for jar in ensure_connector_jars():
         console.print(str(jar), soft_wrap=True)

@@ -55,7 +55,8 @@ from chaos.scenario.views import acked_ids, delivered_ids
 from chaos.scenario.workers import RunWorkers
 from chaos.workload import RunContext, consumer_config, drain, time_profile
 from chaos.workload.effective import announced, take_announced
-from chaos.workload.java_client import JavaWorker, check_client, ensure_java_worker
+from chaos.workload.java_build import JavaWorker, ensure_java_worker
+from chaos.workload.java_client import check_client
 from chaos.workload.readers import offset_bounds
 from chaos.workload.tail import last_data_offsets
 

@@ -34,7 +34,8 @@ from chaos.workload import (
     producer_config,
     profile,
 )
-from chaos.workload.java_client import AnyProducer, JavaProducer, JavaWorker
+from chaos.workload.java_build import JavaWorker
+from chaos.workload.java_client import AnyProducer, JavaMember, JavaProducer
 
 INTROSPECT_PROCESS: Final = "introspect"
 
@@ -298,9 +299,10 @@ class RunWorkers:
         strategy: CommitStrategy = "commit_after",
         record_delivery: DeliveryPoint = "consume",
         client_path: str | None = None,
-    ) -> ThreadMember:
-        """Start a group member (:meth:`member_spec`) in a thread; the run stops it when it ends.
-        ``client_path``: see :meth:`context_on`."""
+    ) -> ThreadMember | JavaMember:
+        """Start a group member (:meth:`member_spec`) in a thread — on the Java client
+        (:attr:`client_library`) in a child process, :class:`~chaos.workload.java_client.JavaMember`; the run
+        stops it when it ends. ``client_path``: see :meth:`context_on`."""
         spec = self.member_spec(
             name,
             processing=processing,
@@ -311,7 +313,12 @@ class RunWorkers:
             strategy=strategy,
             record_delivery=record_delivery,
         )
-        member = ThreadMember(self.context_on(client_path), spec)
+        context = self.context_on(client_path)
+        member: ThreadMember | JavaMember
+        if self.client_library == "java":
+            member = JavaMember(context, spec, self.java_worker())
+        else:
+            member = ThreadMember(context, spec)
         self.on_close(lambda: member.stop(hasty=self.interrupting))
         return member.start()
 

@@ -22,7 +22,7 @@ from chaos.workload.consumer import (
     rebalance_callbacks,
     run_member,
 )
-from chaos.workload.java_client import AnyProducer, JavaProducer
+from chaos.workload.java_client import AnyProducer, JavaMember, JavaProducer
 from chaos.workload.outcomes import Classified, classify_delivery_error, classify_produce_exception
 from chaos.workload.producer import ProducerSpec, ProducerStats, ProducerWorker
 from chaos.workload.producer_process import Checkpoint, ProcessProducer, ProcessProducerSpec
@@ -86,6 +86,7 @@ __all__ = [
     "DeliveryPoint",
     "DrainSummary",
     "Guarantee",
+    "JavaMember",
     "JavaProducer",
     "MemberSpec",
     "ProcessMember",

@@ -57,6 +57,7 @@ from chaos.workload.common import (
     payload_value_id,
 )
 from chaos.workload.effective import ClientConfig, announce
+from chaos.workload.outcomes import COMMIT_UNKNOWN
 from chaos.workload.profiles import ConfigItems, config_items, consumer_layers
 
 CommitStrategy = Literal["auto", "commit_after", "commit_before", "store_after"]
@@ -202,7 +203,7 @@ def commit_sync(
         result = consumer.commit(offsets=offsets, asynchronous=False)
     except KafkaException as exc:
         name = error_name(exc)
-        outcome: Literal["fail", "info"] = "info" if name in ("_TIMED_OUT", "_TRANSPORT") else "fail"
+        outcome: Literal["fail", "info"] = "info" if name in COMMIT_UNKNOWN else "fail"
         sink(
             Commit(
                 outcome=outcome,

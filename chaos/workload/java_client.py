@@ -1,286 +1,50 @@
 """The workload on the Java client (``org.apache.kafka:kafka-clients``) beside librdkafka.
 
-The worker is the project's own Java source (``chaos/workload/java/src``), compiled once per Kafka version
-against that version's ``kafka-clients`` (fetched from Maven Central by Maven, with Jackson for the JSON
-and slf4j-simple for the client's log) into the cache, like the images and the Spark jars. It runs as a
-child process the run supervises (:class:`~chaos.workload.consumer.ChildProcess`: SIGTERM to stop, SIGKILL
-to crash, SIGSTOP to freeze; it dies with its parent) and writes the **same history events** as the
-librdkafka workers: the audit does not know which client produced a history.
+The worker (:mod:`chaos.workload.java_build`: the project's own Java source, compiled per Kafka version)
+runs as a child process the run supervises (:class:`~chaos.workload.consumer.ChildProcess`: SIGTERM to
+stop, SIGKILL to crash, SIGSTOP to freeze; it dies with its parent) and writes the **same history events** as
+the librdkafka workers: the audit does not know which client produced a history.
 
-What the two clients share is decided here, once:
+What the two clients share is decided once, on this side:
 
-- the configuration: a profile's librdkafka keys become the Java client's (:func:`java_producer_config`;
-  ``message.timeout.ms`` is ``delivery.timeout.ms``, a key with no Java equivalent is dropped with a note
-  in the run's effective configuration, an unknown key is refused);
+- the configuration: a profile's librdkafka keys become the Java client's
+  (:mod:`chaos.workload.java_config`);
 - a failed send's outcome: the worker reports the error's Kafka code name (``NOT_ENOUGH_REPLICAS``,
-  ``REQUEST_TIMED_OUT`` for the Java client's ``TimeoutException``) or its exception class, and the parent
-  classifies it with :func:`chaos.workload.outcomes.classify_delivery_error`, the librdkafka worker's rule;
+  ``REQUEST_TIMED_OUT`` for the Java client's ``TimeoutException``) or its exception class, and
+  :class:`JavaChild` classifies it with :func:`chaos.workload.outcomes.classify_delivery_error`, the
+  librdkafka worker's rule; a failed commit likewise (:data:`~chaos.workload.outcomes.COMMIT_UNKNOWN`);
+- a delivered record's value id: read from its payload by :func:`~chaos.workload.common.payload_value_id`;
 - the client's own log: its WARN and ERROR lines become ``client_log`` events (facility: the logger's
-  class, e.g. ``NetworkClient``), the symptoms' evidence.
+  class, e.g. ``NetworkClient``, ``Sender``, ``ConsumerCoordinator``), the symptoms' evidence.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import shutil
 import signal
-import subprocess
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any, Final
 
-from chaos.errors import ConfigError, ImageBuildFailed, JarFetchFailed, ToolMissing, WorkloadError
-from chaos.maven import copy_runtime_classpath
-from chaos.paths import cache_dir
-from chaos.progress import step
+from chaos.errors import ConfigError, WorkloadError
 from chaos.run.context import RunContext, Sink
 from chaos.run.events import ClientLog, Event, SendInvoke, SendOutcome
-from chaos.run.locks import locked
-from chaos.run.profiles import ConfigValue
-from chaos.workload.common import notice
-from chaos.workload.consumer import ChildProcess
+from chaos.workload.common import notice, payload_value_id
+from chaos.workload.consumer import HASTY_CLOSE_S, ChildProcess, MemberSpec
 from chaos.workload.effective import ClientConfig, announce
-from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
+from chaos.workload.java_build import JavaWorker
+from chaos.workload.java_config import JavaConfig, java_member_config, java_producer_config
+from chaos.workload.outcomes import COMMIT_UNKNOWN, classify_delivery_error, classify_produce_exception
 from chaos.workload.producer import HASTY_FLUSH_S, ProducerSpec, ProducerStats, ProducerWorker
 
 CLIENTS: Final = ("librdkafka", "java")
 """The client implementations a run's workers may use."""
-
-SOURCES: Final = Path(__file__).parent / "java" / "src"
-MAIN_CLASS: Final = "chaos.worker.ChaosWorker"
-JACKSON_VERSION: Final = "2.17.2"
-SLF4J_VERSION: Final = "2.0.16"
-BUILD_LOCK_TIMEOUT_S: Final = 1800.0
 JVM_EXIT_S: Final = 5.0
-"""What a stop allows beyond the flush: the JVM's shutdown after its producer closed."""
-
-_POM: Final = """<?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>chaos-harness</groupId>
-  <artifactId>java-worker</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency>
-      <groupId>org.apache.kafka</groupId>
-      <artifactId>kafka-clients</artifactId>
-      <version>{kafka}</version>
-    </dependency>
-    <dependency>
-      <groupId>com.fasterxml.jackson.core</groupId>
-      <artifactId>jackson-databind</artifactId>
-      <version>{jackson}</version>
-    </dependency>
-    <dependency>
-      <groupId>org.slf4j</groupId>
-      <artifactId>slf4j-api</artifactId>
-      <version>{slf4j}</version>
-    </dependency>
-    <dependency>
-      <groupId>org.slf4j</groupId>
-      <artifactId>slf4j-simple</artifactId>
-      <version>{slf4j}</version>
-    </dependency>
-  </dependencies>
-</project>
-"""
-
-# librdkafka producer key -> the Java client's key (the same name where both have it)
-_PRODUCER_KEYS: Final[Mapping[str, str]] = {
-    **{
-        key: key
-        for key in (
-            "bootstrap.servers",
-            "client.id",
-            "acks",
-            "enable.idempotence",
-            "retries",
-            "retry.backoff.ms",
-            "retry.backoff.max.ms",
-            "max.in.flight.requests.per.connection",
-            "transactional.id",
-            "transaction.timeout.ms",
-            "linger.ms",
-            "batch.size",
-            "compression.type",
-            "socket.connection.setup.timeout.ms",
-            "socket.connection.setup.timeout.max.ms",
-            "reconnect.backoff.ms",
-            "reconnect.backoff.max.ms",
-            "metadata.max.age.ms",
-        )
-    },
-    "message.timeout.ms": "delivery.timeout.ms",
-    # the client-side bound of a request: librdkafka's socket.timeout.ms is the Java client's
-    # request.timeout.ms (which it also sends as a produce request's ack timeout); librdkafka's
-    # request.timeout.ms (broker-side only) is used when no socket.timeout.ms is given
-    "socket.timeout.ms": "request.timeout.ms",
-    "request.timeout.ms": "request.timeout.ms",
-    "delivery.timeout.ms": "delivery.timeout.ms",
-    "queue.buffering.max.ms": "linger.ms",
-    "compression.codec": "compression.type",
-    "topic.metadata.refresh.interval.ms": "metadata.max.age.ms",
-}
-# librdkafka keys the Java client has no counterpart for, and why dropping them is sound
-_NO_JAVA_KEY: Final[Mapping[str, str]] = {
-    "api.version.request": "the Java client always asks",
-    "broker.address.family": "the JVM's resolver decides",
-}
-# librdkafka's defaults where the Java client's differ: kept, so a profile means the same on both clients
-_LIBRDKAFKA_DEFAULTS: Final[Mapping[str, str]] = {"enable.idempotence": "false"}
-
-
-@dataclass(frozen=True)
-class JavaConfig:
-    """A producer's configuration for the Java client: ``settings`` as handed to it, ``origins`` per key
-    (the librdkafka key's origin, with the key it came from), ``dropped``: librdkafka key -> why."""
-
-    settings: Mapping[str, str]
-    origins: Mapping[str, str]
-    dropped: Mapping[str, str]
-
-
-def _java_value(value: ConfigValue) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def java_producer_config(config: ClientConfig) -> JavaConfig:
-    """The Java client's producer configuration for a librdkafka producer configuration (see the module
-    docstring); raises :class:`ConfigError` for a key neither client table knows."""
-    settings: dict[str, str] = {}
-    origins: dict[str, str] = {}
-    dropped: dict[str, str] = {}
-    for key, value in config.settings.items():
-        if key == "request.timeout.ms" and "socket.timeout.ms" in config.settings:
-            dropped[key] = (
-                "librdkafka's broker-side ack timeout; the Java client's request.timeout.ms, from "
-                "socket.timeout.ms, bounds the request and is sent as its ack timeout"
-            )
-            continue
-        if key in _NO_JAVA_KEY:
-            dropped[key] = _NO_JAVA_KEY[key]
-            continue
-        java_key = _PRODUCER_KEYS.get(key)
-        if java_key is None:
-            raise ConfigError(
-                f"producer {config.process}: librdkafka's {key!r} (from {config.origins[key]}) has no Java "
-                f"client equivalent the harness knows\n  fix: use the Java client's own key in the overrides "
-                f"(known: {', '.join(sorted(set(_PRODUCER_KEYS.values())))}), or run it on librdkafka"
-            )
-        settings[java_key] = _java_value(value)
-        origins[java_key] = config.origins[key] + ("" if java_key == key else f" (as librdkafka's {key})")
-    for key, value in _LIBRDKAFKA_DEFAULTS.items():
-        if key not in settings:
-            settings[key] = value
-            origins[key] = "harness: librdkafka's default, which the Java client's differs from"
-    return JavaConfig(settings, origins, dropped)
-
-
-@dataclass(frozen=True)
-class JavaWorker:
-    """A compiled worker: ``directory`` holds ``classes/`` and ``lib/`` (kafka-clients and its runtime)."""
-
-    directory: Path
-    kafka_version: str
-
-    def command(self) -> list[str]:
-        java = shutil.which("java")
-        if java is None:
-            raise ToolMissing(
-                "java (>= 17) runs the Java client worker", "apt-get install -y openjdk-17-jre-headless"
-            )
-        prefix = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
-        return [
-            *prefix,
-            java,
-            "-Xmx256m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-Dorg.slf4j.simpleLogger.logFile=System.err",
-            "-Dorg.slf4j.simpleLogger.showThreadName=false",
-            "-cp",
-            f"{self.directory / 'classes'}:{self.directory / 'lib'}/*",
-            MAIN_CLASS,
-        ]
-
-
-def sources_digest() -> str:
-    digest = hashlib.sha256()
-    for path in sorted(SOURCES.rglob("*.java")):
-        digest.update(path.relative_to(SOURCES).as_posix().encode() + b"\0" + path.read_bytes())
-    digest.update(f"{JACKSON_VERSION} {SLF4J_VERSION}".encode())
-    return digest.hexdigest()[:12]
-
-
-def worker_dir(kafka_version: str) -> Path:
-    return cache_dir() / "java-worker" / f"kafka-{kafka_version}-{sources_digest()}"
-
-
-def ensure_java_worker(kafka_version: str) -> JavaWorker:
-    """The worker compiled against ``kafka-clients`` ``kafka_version``, built into the cache unless there."""
-    directory = worker_dir(kafka_version)
-    if (directory / ".complete").exists():
-        return JavaWorker(directory, kafka_version)
-    with locked(directory.with_name(directory.name + ".lock"), BUILD_LOCK_TIMEOUT_S, lambda holder: None):
-        if not (directory / ".complete").exists():
-            _build(kafka_version, directory)
-    return JavaWorker(directory, kafka_version)
-
-
-def _build(kafka_version: str, directory: Path) -> None:
-    javac = shutil.which("javac")
-    if javac is None:
-        raise ToolMissing(
-            "javac (a JDK >= 17) compiles the Java client worker",
-            "apt-get install -y openjdk-17-jdk-headless",
-        )
-    staging = directory.with_name(directory.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / "maven").mkdir(parents=True)
-    (staging / "maven" / "pom.xml").write_text(
-        _POM.format(kafka=kafka_version, jackson=JACKSON_VERSION, slf4j=SLF4J_VERSION)
-    )
-    logs = cache_dir() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with step(f"building the Java client worker against kafka-clients {kafka_version}"):
-        try:
-            copy_runtime_classpath(
-                staging / "maven", staging / "lib", logs / f"java-worker-{kafka_version}.log", "maven"
-            )
-        except ImageBuildFailed as exc:
-            raise JarFetchFailed(f"{exc}\n  fix: check that Maven Central is reachable, then rerun") from exc
-        sources = [str(p) for p in sorted(SOURCES.rglob("*.java"))]
-        compiled = subprocess.run(
-            [
-                javac,
-                "--release",
-                "17",
-                "-nowarn",
-                "-d",
-                str(staging / "classes"),
-                "-cp",
-                f"{staging / 'lib'}/*",
-                *sources,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if compiled.returncode != 0:
-            raise ImageBuildFailed(f"javac failed on the Java client worker:\n{compiled.stderr[-3000:]}")
-    shutil.rmtree(staging / "maven")
-    (staging / ".complete").write_text(kafka_version)
-    shutil.rmtree(directory, ignore_errors=True)
-    staging.rename(directory)
+"""What a stop allows beyond the flush or close: the JVM's shutdown after its client closed."""
+MEMBER_CLOSE_S: Final = 30.0
+"""How long a Java member's ``close()`` may take (its LeaveGroup, an auto strategy's last commit)."""
 
 
 _LOG_LINE: Final = re.compile(r"^(TRACE|DEBUG|INFO|WARN|ERROR) ([\w.$]+) - (.*)$")
@@ -304,7 +68,8 @@ def client_log_of(line: str, run_id: str, process: str) -> ClientLog | None:
 
 
 class JavaChild(ChildProcess):
-    """The worker's process: its rows completed (a failed send classified), its log lines recorded."""
+    """The worker's process: its rows completed (a failed send or commit classified, a delivery's value id
+    read, an unknown member id or generation null), its log lines recorded."""
 
     clean_exits = (0, -signal.SIGTERM, 128 + signal.SIGTERM)  # a JVM ends a SIGTERM it handled with 143
 
@@ -321,7 +86,8 @@ class JavaChild(ChildProcess):
 
     def row(self, row: dict[str, Any]) -> dict[str, Any]:
         sync = bool(row.pop("sync", False))
-        if row.get("kind") == "send_outcome" and row.get("outcome") is None:
+        kind = row.get("kind")
+        if kind == "send_outcome" and row.get("outcome") is None:
             error = str(row.get("error"))
             classified = (
                 classify_produce_exception(error)
@@ -332,12 +98,36 @@ class JavaChild(ChildProcess):
             if classified.outcome == "fail":
                 row["retriable"] = bool(row.get("retriable"))
                 row["fatal"] = bool(row.get("fatal"))
+        elif kind == "commit" and row.get("outcome") is None:
+            row["outcome"] = "info" if row.get("error") in COMMIT_UNKNOWN else "fail"
+        elif kind == "delivery":
+            value = row.pop("value", None)
+            row["value_id"] = payload_value_id(value.encode() if isinstance(value, str) else None)
         return row
 
     def stderr_line(self, line: str) -> None:
         event = client_log_of(line, self.run_id, self.name)
         if event is not None and event.level in ("warning", "error"):
             self._sink(event)
+
+
+def _announced(context: RunContext, librdkafka: ClientConfig, java: JavaConfig) -> None:
+    announce(
+        context,
+        ClientConfig(
+            librdkafka.process,
+            librdkafka.role,
+            f"{librdkafka.profile} (Java client)",
+            java.settings,
+            java.origins,
+        ),
+    )
+
+
+def _note_dropped(context: RunContext, name: str, java: JavaConfig) -> None:
+    if java.dropped:
+        left_out = "; ".join(f"{key} ({why})" for key, why in java.dropped.items())
+        notice(context, name, "JAVA_CONFIG", f"left out for the Java client: {left_out}")
 
 
 class JavaProducer:
@@ -350,12 +140,8 @@ class JavaProducer:
         self.context = context
         self.topic = spec.topic or context.topic
         librdkafka = spec.client_config(context)
-        java = java_producer_config(librdkafka)
-        self.client_config = ClientConfig(
-            spec.name, "producer", f"{librdkafka.profile} (Java client)", java.settings, java.origins
-        )
-        self.dropped = java.dropped
-        announce(context, self.client_config)
+        self.java = java_producer_config(librdkafka)
+        _announced(context, librdkafka, self.java)
         payload = {
             "role": "producer",
             "run_id": context.run_id,
@@ -365,8 +151,8 @@ class JavaProducer:
             "count": spec.count,
             "duration_s": spec.duration_s,
             "keys": spec.keys,
-            "flush_timeout_s": spec.flush_timeout_s,
-            "config": dict(java.settings),
+            "close_timeout_s": spec.flush_timeout_s,
+            "config": dict(self.java.settings),
         }
         self._counts = {"sent": 0, "ok": 0, "fail": 0, "info": 0}
         self._lock = threading.Lock()
@@ -397,14 +183,7 @@ class JavaProducer:
         if self._started:
             raise WorkloadError(f"producer {self.name} already started; build a new JavaProducer")
         self._started = time.monotonic()
-        if self.dropped:
-            notice(
-                self.context,
-                self.name,
-                "JAVA_CONFIG",
-                "left out for the Java client: "
-                + "; ".join(f"{k} ({why})" for k, why in self.dropped.items()),
-            )
+        _note_dropped(self.context, self.name, self.java)
         self._child.start()
         return self
 
@@ -457,6 +236,64 @@ def check_client(name: str) -> str:
     if name not in CLIENTS:
         raise ConfigError(f"client: expected one of {', '.join(CLIENTS)}; got {name!r}")
     return name
+
+
+class JavaMember(JavaChild):
+    """A :class:`~chaos.workload.consumer.MemberSpec`'s group member on the Java client, in a child process,
+    with :class:`~chaos.workload.consumer.ProcessMember`'s interface: ``stop()`` closes it gracefully
+    (LeaveGroup), ``crash()`` SIGKILLs it, ``pause()`` / ``resume()`` freeze it. Strategies
+    ``commit_after``, ``commit_before`` and ``auto`` (its commits recorded by a consumer interceptor);
+    ``store_after`` has no Java counterpart (the Java client keeps no offset store)."""
+
+    def __init__(self, context: RunContext, spec: MemberSpec, worker: JavaWorker) -> None:
+        if spec.strategy == "store_after":
+            raise ConfigError(
+                f"member {spec.name}: strategy store_after has no Java client counterpart (it keeps no "
+                "offset store to commit from)\n  fix: use commit_after (the same commits, made by the "
+                "worker), or run this member on librdkafka"
+            )
+        librdkafka = spec.client_config(context)
+        self.java = java_member_config(librdkafka)
+        _announced(context, librdkafka, self.java)
+        payload = {
+            "role": "member",
+            "run_id": context.run_id,
+            "name": spec.name,
+            "group": context.group,
+            "topic": spec.topic or context.topic,
+            "strategy": spec.strategy,
+            "batch_size": spec.batch_size,
+            "poll_timeout_s": spec.poll_timeout_s,
+            "duration_s": spec.duration_s,
+            "processing": asdict(spec.processing),
+            "record_delivery": spec.record_delivery,
+            "close_timeout_s": MEMBER_CLOSE_S,
+            "config": dict(self.java.settings),
+        }
+        super().__init__(
+            spec.name,
+            json.dumps(payload, separators=(",", ":")),
+            context.sink,
+            worker,
+            context.run_id,
+            single_attempt=context.client.single_attempt,
+        )
+        self.spec = spec
+        self.context = context
+
+    def start(self) -> JavaMember:
+        _note_dropped(self.context, self.name, self.java)
+        super().start()
+        return self
+
+    def stop(self, timeout_s: float = MEMBER_CLOSE_S + JVM_EXIT_S, *, hasty: bool = False) -> None:
+        """SIGTERM: the member leaves its group (``hasty``: killed after
+        :data:`~chaos.workload.consumer.HASTY_CLOSE_S`)."""
+        super().stop(min(timeout_s, HASTY_CLOSE_S + JVM_EXIT_S) if hasty else timeout_s)
+
+    def restart(self) -> JavaMember:
+        self.stop()
+        return self.start()
 
 
 AnyProducer = ProducerWorker | JavaProducer

@@ -81,6 +81,20 @@ KNOWN_UNKNOWN: Final = frozenset(
 )
 
 
+COMMIT_UNKNOWN: Final = frozenset(
+    {
+        "_TIMED_OUT",
+        "_TRANSPORT",
+        "REQUEST_TIMED_OUT",  # the Java client's TimeoutException
+        "NETWORK_EXCEPTION",
+        "WakeupException",  # the Java member woken (its stop) inside a commit already sent
+        "InterruptException",
+    }
+)
+"""A synchronous commit that failed with one of these may still have reached the coordinator: ``info``
+(unknown); any other error is the coordinator's answer: ``fail``."""
+
+
 @dataclass(frozen=True)
 class Classified:
     """A delivery error's verdict: ``fail`` (not written) or ``info`` (unknown), and why."""

@@ -13,17 +13,20 @@ import pytest
 
 from chaos import versions
 from chaos.errors import ConfigError
-from chaos.history import ClientLog, Event, SendInvoke, SendOutcome
-from chaos.workload import ACKS1, AT_LEAST_ONCE, IDEMPOTENT, TRANSACTIONAL, ProducerSpec, RunContext
-from chaos.workload.effective import take_announced
-from chaos.workload.java_client import (
-    JavaChild,
-    JavaProducer,
-    JavaWorker,
-    client_log_of,
-    ensure_java_worker,
-    java_producer_config,
+from chaos.history import ClientLog, Commit, Delivery, Event, SendInvoke, SendOutcome
+from chaos.workload import (
+    ACKS1,
+    AT_LEAST_ONCE,
+    IDEMPOTENT,
+    TRANSACTIONAL,
+    MemberSpec,
+    ProducerSpec,
+    RunContext,
 )
+from chaos.workload.effective import take_announced
+from chaos.workload.java_build import JavaWorker, ensure_java_worker
+from chaos.workload.java_client import JavaChild, JavaMember, JavaProducer, client_log_of
+from chaos.workload.java_config import JavaConfig, java_member_config, java_producer_config
 
 
 def context(run_id: str, client: object = ACKS1, events: list[Event] | None = None) -> RunContext:
@@ -147,3 +150,85 @@ def test_the_real_worker_records_its_sends_and_stops_on_sigterm() -> None:
     assert (stats.sent, stats.ok, stats.fail, stats.info) == (1, 0, 1, 0)
     notices = Counter(e.facility for e in events if isinstance(e, ClientLog) and e.level == "notice")
     assert notices == {"JAVA_CONFIG": 1}  # librdkafka's request.timeout.ms left out, said in the run
+
+
+def member_config(strategy: str = "commit_after", **overrides: str | int) -> JavaConfig:
+    spec = MemberSpec("consumer-0", strategy=strategy, overrides=tuple(overrides.items()))  # type: ignore[arg-type]
+    return java_member_config(spec.client_config(context("r-m0", AT_LEAST_ONCE)))
+
+
+def test_a_members_configuration_keeps_its_meaning_on_the_java_client() -> None:
+    java = member_config()
+    assert java.settings["group.id"] == "g"
+    assert java.settings["enable.auto.commit"] == "false"
+    assert java.settings["isolation.level"] == "read_uncommitted"
+    assert java.settings["request.timeout.ms"] == "12000"  # the ci profile's socket.timeout.ms
+    assert "enable.auto.offset.store" in java.dropped  # the worker commits as the strategy says
+    assert member_config("auto").settings["enable.auto.commit"] == "true"
+    assert (
+        member_config("commit_after", **{"partition.assignment.strategy": "cooperative-sticky"}).settings[
+            "partition.assignment.strategy"
+        ]
+        == "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+    )
+    assert member_config("commit_after", **{"fetch.wait.max.ms": 100}).settings["fetch.max.wait.ms"] == "100"
+
+
+def test_store_after_has_no_java_counterpart_and_says_what_to_use() -> None:
+    spec = MemberSpec("consumer-0", strategy="store_after")
+    worker = JavaWorker(Path("/nonexistent"), versions.KAFKA_VERSION)
+    with pytest.raises(
+        ConfigError, match=r"(?s)store_after has no Java client counterpart.*use commit_after"
+    ):
+        JavaMember(context("r-m1", AT_LEAST_ONCE), spec, worker)
+
+
+def test_a_members_rows_become_the_librdkafka_members_events() -> None:
+    common = {
+        "run_id": "r-j4",
+        "ts": time.time(),
+        "mono": time.monotonic(),
+        "process": "consumer-0",
+        "group": "g",
+    }
+    ours = Event.from_row(
+        child(False).row({**common, "kind": "delivery", "topic": "t", "partition": 0, "offset": 7,
+                          "value": "r-j4:producer-0:7", "key": "k7", "member": "m-1", "generation": 3})
+    )  # fmt: skip
+    foreign = Event.from_row(
+        child(False).row({**common, "kind": "delivery", "topic": "t", "partition": 0, "offset": 8,
+                          "value": "not ours", "key": None, "member": None, "generation": None})
+    )  # fmt: skip
+    assert isinstance(ours, Delivery)
+    assert isinstance(foreign, Delivery)
+    assert (ours.value_id, ours.member, ours.generation) == ("r-j4:producer-0:7", "m-1", 3)
+    assert foreign.value_id is None
+    offsets = [{"topic": "t", "partition": 0, "offset": 8, "error": None}]
+    for error, outcome in (("CommitFailedException", "fail"), ("REQUEST_TIMED_OUT", "info")):
+        commit = Event.from_row(
+            child(False).row({**common, "kind": "commit", "outcome": None, "error": error, "offsets": offsets,
+                              "member": "m-1", "generation": 3, "message": "x"})
+        )  # fmt: skip
+        assert isinstance(commit, Commit)
+        assert commit.outcome == outcome
+
+
+def test_the_real_member_leaves_on_sigterm() -> None:
+    """A JVM member whose broker does not exist: it starts, logs the client's connection warnings, and a
+    SIGTERM closes it as a graceful stop (exit 143) well within its bound."""
+    events: list[Event] = []
+    member = JavaMember(
+        context("r-m2", AT_LEAST_ONCE, events),
+        MemberSpec("consumer-0"),
+        ensure_java_worker(versions.KAFKA_VERSION),
+    )
+    member.start()
+    deadline = time.monotonic() + 30
+    while not any(isinstance(e, ClientLog) and e.facility == "NetworkClient" for e in events):
+        assert time.monotonic() < deadline, events
+        time.sleep(0.2)
+    started = time.monotonic()
+    member.stop(20.0)
+    assert member.returncode == 143
+    assert time.monotonic() - started < 15
+    assert not [e for e in events if isinstance(e, Delivery | Commit)]

@@ -4,41 +4,36 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.ApiException;
-import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.protocol.Errors;
-import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * The harness's workload on the Java client (chaos.workload.java_client starts it).
  *
- * <p>Reads one JSON line on stdin: {"role": "producer", "run_id", "name", "topic", "rate", "count",
- * "duration_s", "keys", "flush_timeout_s", "config": {Java client properties}}. Writes each history event as
- * one JSON line on stdout, in the rows of chaos.run.events (send_invoke, send_outcome, client_log). A failed
- * send's outcome is left null with its error name: the parent classifies it with the librdkafka worker's
- * rules (chaos.workload.outcomes), so both clients' outcomes mean the same. SIGTERM ends the sending, flushes
- * within flush_timeout_s and exits; the parent's death ends this process (setpriv --pdeathsig, and the
+ * <p>Reads one JSON line on stdin: the role ({@code producer}: {@link Producing}, {@code member}: {@link
+ * Member}), its spec and {@code config}, the Java client's properties. Writes each history event as one JSON
+ * line on stdout, in the rows of chaos.run.events. SIGTERM ends the role gracefully (within its spec's
+ * {@code close_timeout_s}) and exits; the parent's death ends this process (setpriv --pdeathsig, and the
  * watchdog below for a parent that died before that was set).
  */
 public final class ChaosWorker {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final PrintStream OUT =
-      new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
-  private static volatile boolean stopping = false;
+      new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+  private static final CountDownLatch STOP = new CountDownLatch(1);
+  private static final List<Runnable> ON_STOP = new CopyOnWriteArrayList<>();
 
   private ChaosWorker() {}
 
@@ -54,25 +49,29 @@ public final class ChaosWorker {
     String role = spec.path("role").asText();
     CountDownLatch done = new CountDownLatch(1);
     Thread main = Thread.currentThread();
+    long closeS = spec.path("close_timeout_s").asLong(30);
     Runtime.getRuntime()
         .addShutdownHook(
             new Thread(
                 () -> {
-                  stopping = true;
+                  STOP.countDown();
+                  ON_STOP.forEach(Runnable::run);
                   main.interrupt();
                   try {
-                    done.await(spec.path("flush_timeout_s").asLong(30) + 5, TimeUnit.SECONDS);
+                    done.await(closeS + 5, TimeUnit.SECONDS);
                   } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                   }
                 }));
     int status = 0;
     try {
-      if ("producer".equals(role)) {
-        new Producing(spec).run();
-      } else {
-        System.err.println("chaos worker: unknown role " + role + " (expected producer)");
-        status = 2;
+      switch (role) {
+        case "producer" -> new Producing(spec).run();
+        case "member" -> new Member(spec).run();
+        default -> {
+          System.err.println("chaos worker: unknown role " + role + " (expected producer or member)");
+          status = 2;
+        }
       }
     } finally {
       OUT.flush();
@@ -81,6 +80,25 @@ public final class ChaosWorker {
     if (status != 0) {
       System.exit(status);
     }
+  }
+
+  /** Whether SIGTERM asked the role to end. */
+  static boolean stopping() {
+    return STOP.getCount() == 0;
+  }
+
+  /** Wait up to {@code seconds} or until the stop; true when stopped. */
+  static boolean awaitStop(double seconds) {
+    try {
+      return STOP.await((long) (seconds * 1000), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      return true;
+    }
+  }
+
+  /** Run {@code action} when the stop comes (e.g. wake a blocked poll). */
+  static void onStop(Runnable action) {
+    ON_STOP.add(action);
   }
 
   /** Exit when the process that started this one is gone (its SIGKILL, a runner killed -9). */
@@ -110,6 +128,17 @@ public final class ChaosWorker {
     watchdog.start();
   }
 
+  /** The spec's {@code config} as client properties. */
+  static Properties properties(JsonNode spec) {
+    Properties props = new Properties();
+    Iterator<Map.Entry<String, JsonNode>> config = spec.get("config").fields();
+    while (config.hasNext()) {
+      Map.Entry<String, JsonNode> item = config.next();
+      props.put(item.getKey(), item.getValue().asText());
+    }
+    return props;
+  }
+
   static double mono() {
     return System.nanoTime() / 1e9; // CLOCK_MONOTONIC on Linux, as Python's time.monotonic()
   }
@@ -122,6 +151,10 @@ public final class ChaosWorker {
     row.put("mono", mono());
     row.put("process", process);
     return row;
+  }
+
+  static ObjectNode object() {
+    return JSON.createObjectNode();
   }
 
   static synchronized void emit(ObjectNode row) {
@@ -138,117 +171,5 @@ public final class ChaosWorker {
       }
     }
     return e.getClass().getSimpleName();
-  }
-
-  /** One producer: values run_id:name:seq at rate/s until count values or duration_s. */
-  static final class Producing {
-    private final String runId;
-    private final String name;
-    private final String topic;
-    private final double rate;
-    private final long count;
-    private final double durationS;
-    private final int keys;
-    private final long flushTimeoutS;
-    private final Properties props = new Properties();
-    private final Map<String, Double> pending = new ConcurrentHashMap<>();
-
-    Producing(JsonNode spec) {
-      runId = spec.get("run_id").asText();
-      name = spec.get("name").asText();
-      topic = spec.get("topic").asText();
-      rate = spec.path("rate").isNull() ? 0.0 : spec.path("rate").asDouble(0.0);
-      count = spec.path("count").isNull() ? Long.MAX_VALUE : spec.path("count").asLong();
-      durationS = spec.path("duration_s").isNull() ? Double.POSITIVE_INFINITY : spec.get("duration_s").asDouble();
-      keys = spec.path("keys").asInt(16);
-      flushTimeoutS = spec.path("flush_timeout_s").asLong(30);
-      Iterator<Map.Entry<String, JsonNode>> config = spec.get("config").fields();
-      while (config.hasNext()) {
-        Map.Entry<String, JsonNode> item = config.next();
-        props.put(item.getKey(), item.getValue().asText());
-      }
-      props.put("key.serializer", StringSerializer.class.getName());
-      props.put("value.serializer", StringSerializer.class.getName());
-    }
-
-    void run() {
-      double started = mono();
-      KafkaProducer<String, String> producer = new KafkaProducer<>(props);
-      try {
-        for (long seq = 0; seq < count && !stopping; seq++) {
-          double now = mono();
-          if (now - started >= durationS) {
-            break;
-          }
-          if (rate > 0) {
-            double due = started + seq / rate;
-            if (due > now + 0.001) {
-              try {
-                Thread.sleep((long) ((due - now) * 1000));
-              } catch (InterruptedException e) {
-                break;
-              }
-            }
-          }
-          send(producer, seq);
-        }
-      } finally {
-        Thread.interrupted(); // a SIGTERM's interrupt must not cut the flush short
-        producer.close(Duration.ofSeconds(flushTimeoutS));
-        for (Map.Entry<String, Double> silent : pending.entrySet()) {
-          ObjectNode row = event("send_outcome", runId, name);
-          row.put("value_id", silent.getKey());
-          row.putNull("outcome");
-          row.put("error", "_NO_DELIVERY_REPORT");
-          row.put("message", "no delivery report before the producer was closed");
-          emit(row);
-        }
-      }
-    }
-
-    private void send(KafkaProducer<String, String> producer, long seq) {
-      String valueId = runId + ":" + name + ":" + seq;
-      String key = "k" + (seq % keys);
-      ObjectNode invoke = event("send_invoke", runId, name);
-      invoke.put("value_id", valueId);
-      invoke.put("producer", name);
-      invoke.put("seq", seq);
-      invoke.put("topic", topic);
-      invoke.put("key", key);
-      double at = invoke.get("mono").asDouble();
-      emit(invoke);
-      pending.put(valueId, at);
-      try {
-        producer.send(
-            new ProducerRecord<>(topic, key, valueId),
-            (RecordMetadata metadata, Exception error) -> outcome(valueId, at, metadata, error, false));
-      } catch (KafkaException | IllegalStateException e) {
-        outcome(valueId, at, null, e, true);
-      }
-    }
-
-    private void outcome(String valueId, double at, RecordMetadata metadata, Exception error, boolean sync) {
-      if (pending.remove(valueId) == null) {
-        return; // one outcome per value
-      }
-      ObjectNode row = event("send_outcome", runId, name);
-      row.put("value_id", valueId);
-      row.put("latency_ms", (row.get("mono").asDouble() - at) * 1000.0);
-      if (error == null) {
-        row.put("outcome", "ok");
-        row.put("partition", metadata.partition());
-        if (metadata.hasOffset()) {
-          row.put("offset", metadata.offset());
-        }
-      } else {
-        row.putNull("outcome"); // the parent classifies it
-        row.put("error", errorName(error));
-        row.put("message", String.valueOf(error));
-        row.put("retriable", error instanceof RetriableException);
-        row.put("fatal", false);
-        row.put("sync", sync);
-      }
-      emit(row);
-    }
   }
 }
