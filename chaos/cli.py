@@ -358,7 +358,7 @@ def scenarios_list() -> None:
     "--client",
     type=click.Choice(["librdkafka", "java"]),
     default=None,
-    help="The producers' client library (default: $CHAOS_CLIENT, else librdkafka; java: kafka-clients).",
+    help="The producers' and members' client (default: $CHAOS_CLIENT, else librdkafka; java: kafka-clients).",
 )
 @click.option(
     "--duration",

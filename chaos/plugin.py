@@ -91,9 +91,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--chaos-client",
         default=None,
-        help="Client library of the scenarios' producers: librdkafka (default, confluent-kafka) or java "
-        "(kafka-clients of the cluster's Kafka version, built locally; docs/workload.md, 'The Java client'); "
-        "default $CHAOS_CLIENT. Group members and transactional workers stay on librdkafka.",
+        help="Client library of the scenarios' producers and group members: librdkafka (default, "
+        "confluent-kafka) or java (kafka-clients of the cluster's Kafka version, built locally; "
+        "docs/workload.md, 'The Java client'); default $CHAOS_CLIENT. Transactional workers and process "
+        "members stay on librdkafka.",
     )
     group.addoption(
         "--chaos-strict-symptoms",

@@ -48,7 +48,6 @@ public final class ChaosWorker {
     JsonNode spec = JSON.readTree(line);
     String role = spec.path("role").asText();
     CountDownLatch done = new CountDownLatch(1);
-    Thread main = Thread.currentThread();
     long closeS = spec.path("close_timeout_s").asLong(30);
     Runtime.getRuntime()
         .addShutdownHook(
@@ -56,7 +55,6 @@ public final class ChaosWorker {
                 () -> {
                   STOP.countDown();
                   ON_STOP.forEach(Runnable::run);
-                  main.interrupt();
                   try {
                     done.await(closeS + 5, TimeUnit.SECONDS);
                   } catch (InterruptedException e) {

@@ -26,7 +26,6 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
@@ -34,7 +33,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * record each rebalance callback, each delivered record and each commit, process with the spec's delays,
  * commit as its strategy says ({@code commit_after}: synchronously after the batch, {@code commit_before}:
  * before processing it, {@code auto}: the client's auto-commit, recorded by {@link AutoCommits}); close
- * gracefully (LeaveGroup) at the end or on SIGTERM.
+ * gracefully (LeaveGroup) at the end or on SIGTERM (the batch in hand is finished and committed first, its
+ * delays cut short, as the librdkafka member does).
  */
 final class Member {
   private final String runId;
@@ -82,7 +82,8 @@ final class Member {
   void run() {
     current = this;
     consumer = new KafkaConsumer<>(props);
-    ChaosWorker.onStop(consumer::wakeup);
+    // no wakeup() on the stop: it would throw in the batch's commit, which the librdkafka member makes
+    // before it leaves; the loop sees the stop within one poll_timeout_s instead
     double deadline = mono() + durationS;
     try {
       consumer.subscribe(List.of(topic), new Recorder());
@@ -123,8 +124,6 @@ final class Member {
           commit(records);
         }
       }
-    } catch (WakeupException e) {
-      // the stop: close below
     } finally {
       Thread.interrupted();
       try {

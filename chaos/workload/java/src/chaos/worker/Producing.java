@@ -46,6 +46,8 @@ final class Producing {
   }
 
   void run() {
+    Thread sender = Thread.currentThread();
+    ChaosWorker.onStop(sender::interrupt); // ends a pacing sleep, or a send() blocked on metadata
     double started = mono();
     KafkaProducer<String, String> producer = new KafkaProducer<>(props);
     try {
