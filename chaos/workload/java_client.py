@@ -124,6 +124,12 @@ def _announced(context: RunContext, librdkafka: ClientConfig, java: JavaConfig) 
     )
 
 
+def _payload(role: str, context: RunContext, name: str, java: JavaConfig, **fields: object) -> str:
+    """The one JSON line the worker reads: role, run, name, its spec ``fields`` and its properties."""
+    data = {"role": role, "run_id": context.run_id, "name": name, **fields, "config": dict(java.settings)}
+    return json.dumps(data, separators=(",", ":"))
+
+
 def _note_dropped(context: RunContext, name: str, java: JavaConfig) -> None:
     if java.dropped:
         left_out = "; ".join(f"{key} ({why})" for key, why in java.dropped.items())
@@ -142,25 +148,25 @@ class JavaProducer:
         librdkafka = spec.client_config(context)
         self.java = java_producer_config(librdkafka)
         _announced(context, librdkafka, self.java)
-        payload = {
-            "role": "producer",
-            "run_id": context.run_id,
-            "name": spec.name,
-            "topic": self.topic,
-            "rate": spec.rate,
-            "count": spec.count,
-            "duration_s": spec.duration_s,
-            "keys": spec.keys,
-            "close_timeout_s": spec.flush_timeout_s,
-            "config": dict(self.java.settings),
-        }
+        payload = _payload(
+            "producer",
+            context,
+            spec.name,
+            self.java,
+            topic=self.topic,
+            rate=spec.rate,
+            count=spec.count,
+            duration_s=spec.duration_s,
+            keys=spec.keys,
+            close_timeout_s=spec.flush_timeout_s,
+        )
         self._counts = {"sent": 0, "ok": 0, "fail": 0, "info": 0}
         self._lock = threading.Lock()
         self._started = 0.0
         self._finished = 0.0
         self._child = JavaChild(
             spec.name,
-            json.dumps(payload, separators=(",", ":")),
+            payload,
             self._record,
             worker,
             context.run_id,
@@ -255,24 +261,24 @@ class JavaMember(JavaChild):
         librdkafka = spec.client_config(context)
         self.java = java_member_config(librdkafka)
         _announced(context, librdkafka, self.java)
-        payload = {
-            "role": "member",
-            "run_id": context.run_id,
-            "name": spec.name,
-            "group": context.group,
-            "topic": spec.topic or context.topic,
-            "strategy": spec.strategy,
-            "batch_size": spec.batch_size,
-            "poll_timeout_s": spec.poll_timeout_s,
-            "duration_s": spec.duration_s,
-            "processing": asdict(spec.processing),
-            "record_delivery": spec.record_delivery,
-            "close_timeout_s": MEMBER_CLOSE_S,
-            "config": dict(self.java.settings),
-        }
+        payload = _payload(
+            "member",
+            context,
+            spec.name,
+            self.java,
+            group=context.group,
+            topic=spec.topic or context.topic,
+            strategy=spec.strategy,
+            batch_size=spec.batch_size,
+            poll_timeout_s=spec.poll_timeout_s,
+            duration_s=spec.duration_s,
+            processing=asdict(spec.processing),
+            record_delivery=spec.record_delivery,
+            close_timeout_s=MEMBER_CLOSE_S,
+        )
         super().__init__(
             spec.name,
-            json.dumps(payload, separators=(",", ":")),
+            payload,
             context.sink,
             worker,
             context.run_id,
