@@ -36,7 +36,12 @@ from chaos.workload.consumer import HASTY_CLOSE_S, ChildProcess, MemberSpec
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.java_build import JavaWorker
 from chaos.workload.java_config import JavaConfig, java_member_config, java_producer_config
-from chaos.workload.outcomes import COMMIT_UNKNOWN, classify_delivery_error, classify_produce_exception
+from chaos.workload.outcomes import (
+    COMMIT_UNKNOWN,
+    JAVA_ERROR_NAMES,
+    classify_delivery_error,
+    classify_produce_exception,
+)
 from chaos.workload.producer import HASTY_FLUSH_S, ProducerSpec, ProducerStats, ProducerWorker
 
 CLIENTS: Final = ("librdkafka", "java")
@@ -92,7 +97,9 @@ class JavaChild(ChildProcess):
             classified = (
                 classify_produce_exception(error)
                 if sync
-                else classify_delivery_error(error, single_attempt=self.single_attempt)
+                else classify_delivery_error(
+                    JAVA_ERROR_NAMES.get(error, error), single_attempt=self.single_attempt
+                )
             )
             row["outcome"] = classified.outcome
             if classified.outcome == "fail":

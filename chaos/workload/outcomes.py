@@ -15,10 +15,8 @@ from typing import Final, Literal
 DEFINITE_FAIL: Final = frozenset(
     {
         "MSG_SIZE_TOO_LARGE",  # librdkafka uses code 10 for its local size check too
-        "MESSAGE_TOO_LARGE",  # the Java client's name of code 10
         "RECORD_LIST_TOO_LARGE",
         "INVALID_MSG",  # CORRUPT_MESSAGE (2): CRC check failed on the broker, before the append
-        "CORRUPT_MESSAGE",
         "INVALID_RECORD",
         "INVALID_REQUIRED_ACKS",
         "INVALID_TIMESTAMP",
@@ -43,10 +41,8 @@ REJECTED_LAST_ATTEMPT: Final = frozenset(
     {
         "NOT_ENOUGH_REPLICAS",
         "NOT_LEADER_FOR_PARTITION",
-        "NOT_LEADER_OR_FOLLOWER",  # the Java client's name of code 6
         "LEADER_NOT_AVAILABLE",
         "UNKNOWN_TOPIC_OR_PART",
-        "UNKNOWN_TOPIC_OR_PARTITION",  # the Java client's name of code 3
         "FENCED_LEADER_EPOCH",
         "UNKNOWN_LEADER_EPOCH",
         "_UNKNOWN_TOPIC",
@@ -81,14 +77,22 @@ KNOWN_UNKNOWN: Final = frozenset(
 )
 
 
+JAVA_ERROR_NAMES: Final = {
+    "MESSAGE_TOO_LARGE": "MSG_SIZE_TOO_LARGE",
+    "CORRUPT_MESSAGE": "INVALID_MSG",
+    "NOT_LEADER_OR_FOLLOWER": "NOT_LEADER_FOR_PARTITION",
+    "UNKNOWN_TOPIC_OR_PARTITION": "UNKNOWN_TOPIC_OR_PART",
+}
+"""The Java client's names (``Errors.name()``) of codes librdkafka names otherwise: a Java worker's error is
+classified under librdkafka's name (the history keeps the Java one)."""
+
 COMMIT_UNKNOWN: Final = frozenset(
     {
         "_TIMED_OUT",
         "_TRANSPORT",
         "REQUEST_TIMED_OUT",  # the Java client's TimeoutException
         "NETWORK_EXCEPTION",
-        "WakeupException",  # the Java member woken (its stop) inside a commit already sent
-        "InterruptException",
+        "InterruptException",  # a Java worker interrupted inside a commit it may have sent
     }
 )
 """A synchronous commit that failed with one of these may still have reached the coordinator: ``info``

@@ -28,7 +28,7 @@ from chaos.workload import (
     time_profile,
 )
 from chaos.workload.consumer import CommitStrategy, MemberSpec, Processing, next_offsets
-from chaos.workload.outcomes import DEFINITE_FAIL, KNOWN_UNKNOWN, REJECTED_LAST_ATTEMPT
+from chaos.workload.outcomes import DEFINITE_FAIL, JAVA_ERROR_NAMES, KNOWN_UNKNOWN, REJECTED_LAST_ATTEMPT
 
 BOOT = "127.0.0.1:9092"
 CONTEXT = RunContext(
@@ -277,6 +277,10 @@ def test_classification_sets_are_disjoint_and_real_codes() -> None:
     harness_codes = {"_NO_DELIVERY_REPORT"}
     for name in DEFINITE_FAIL | REJECTED_LAST_ATTEMPT | (KNOWN_UNKNOWN - harness_codes):
         assert KafkaError(getattr(KafkaError, name)).name() == name
+    # the Java client's names map to librdkafka's names of the same codes, each classified
+    for java, librdkafka in JAVA_ERROR_NAMES.items():
+        assert java not in DEFINITE_FAIL | REJECTED_LAST_ATTEMPT | KNOWN_UNKNOWN
+        assert librdkafka in DEFINITE_FAIL | REJECTED_LAST_ATTEMPT, java
 
 
 # ---- group generation ----------------------------------------------------------------------------------
