@@ -226,10 +226,8 @@ class JavaProducer:
         return self._ended()
 
     def _join_budget(self) -> float:
-        duration = self.spec.duration_s or 0.0
-        if self.spec.count is not None and self.spec.rate:
-            duration = min(duration or float("inf"), self.spec.count / self.spec.rate)
-        return duration + self.spec.flush_timeout_s + JVM_EXIT_S + 60.0  # a send may block max.block.ms
+        # a send may block up to max.block.ms (60 s)
+        return self.spec.sending_s() + self.spec.flush_timeout_s + JVM_EXIT_S + 60.0
 
     def _ended(self) -> ProducerStats:
         with self._lock:

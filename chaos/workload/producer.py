@@ -72,6 +72,13 @@ class ProducerSpec:
             raise ConfigError(f"{owner}.flush_timeout_s: expected > 0; got {self.flush_timeout_s!r}")
         object.__setattr__(self, "overrides", config_items(owner, "overrides", self.overrides))
 
+    def sending_s(self) -> float:
+        """How long the sending lasts: ``duration_s``, or ``count`` at ``rate`` when that ends first."""
+        duration = self.duration_s or 0.0
+        if self.count is not None and self.rate:
+            duration = min(duration or float("inf"), self.count / self.rate)
+        return duration
+
     def to_data(self) -> dict[str, Any]:
         """As JSON data (a child process's spec): :meth:`from_data` reads it back."""
         data = asdict(self)
@@ -416,10 +423,7 @@ class ProducerWorker:
         return self.stats()
 
     def _join_budget(self) -> float:
-        duration = self.spec.duration_s or 0.0
-        if self.spec.count is not None and self.spec.rate:
-            duration = min(duration or float("inf"), self.spec.count / self.spec.rate)
-        return duration + self.spec.flush_timeout_s + ENQUEUE_GIVE_UP_S + 10.0
+        return self.spec.sending_s() + self.spec.flush_timeout_s + ENQUEUE_GIVE_UP_S + 10.0
 
     def stats(self) -> ProducerStats:
         sent, ok, fail, info = self._sends.counts()
