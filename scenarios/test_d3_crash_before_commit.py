@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from chaos.history import Commit, Delivery, Event
 from chaos.scenario import Scenario, ScenarioRun, Variant, chaos_scenario, views
-from chaos.workload import IDEMPOTENT, Processing, ProcessMember
+from chaos.workload import IDEMPOTENT, Processing
 
 RECORDS = {"vulnerable": 200, "remediated": 60}
 BATCH = {"vulnerable": 50, "remediated": 1}
@@ -116,7 +116,7 @@ def test_d3(run: ScenarioRun) -> None:
     assert stats.ok == RECORDS[variant], stats
     processing = Processing(per_record_s=PER_RECORD[variant])
     spec = run.member_spec(NAME, processing=processing, batch_size=BATCH[variant])
-    member = ProcessMember(run.context, spec).start()
+    member = run.process_member(spec).start()
     run.on_close(lambda: member.stop())
     run.wait_for("a processed, uncommitted record", _uncommitted, 60, interval_s=0.02)
     member.crash()

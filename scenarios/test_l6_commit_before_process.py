@@ -61,7 +61,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from chaos.history import Delivery
 from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
-from chaos.workload import IDEMPOTENT, CommitStrategy, Processing, ProcessMember
+from chaos.workload import IDEMPOTENT, CommitStrategy, Processing
 
 RECORDS = 300
 BATCH = 100
@@ -134,8 +134,7 @@ def test_l6(run: ScenarioRun) -> None:
     probe = Consumer({"bootstrap.servers": run.bootstrap, "group.id": run.group, "enable.auto.commit": False})
     run.on_close(probe.close)
 
-    a = ProcessMember(
-        run.context,
+    a = run.process_member(
         run.member_spec(
             "consumer-a",
             processing=Processing(per_record_s=PER_RECORD_S),

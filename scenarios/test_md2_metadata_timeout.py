@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from chaos.faults.toxics import Latency
 from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
-from chaos.workload import AT_LEAST_ONCE, startup_probe
+from chaos.workload import AT_LEAST_ONCE
 
 RECORDS = 60
 
@@ -129,7 +129,7 @@ def test_md2(run: ScenarioRun) -> None:
     for fault in faults:
         fault.inject()  # before the probing client exists
     run.note(f"latency {latency_ms} ms on brokers {slow}; list_topics with T = {timeout_s} s")
-    ok = startup_probe(run.context, timeout_s=timeout_s)
+    ok = run.startup_probe(timeout_s=timeout_s)
     for fault in faults:
         fault.heal()
     result = run.finish()

@@ -72,7 +72,7 @@ from chaos.cluster.logs import log_files, read_log_lines
 from chaos.faults.network import NetworkCut
 from chaos.history import Commit, Event
 from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
-from chaos.workload import IDEMPOTENT, ProcessMember, startup_probe
+from chaos.workload import IDEMPOTENT
 
 RECORDS = 60
 MORE = 30
@@ -166,7 +166,7 @@ def test_md3(run: ScenarioRun) -> None:
     run.create_topic(partitions=3, replication_factor=3)
     session_s = run.time.session_timeout_ms / 1000
     api_timeout_s = run.time.api_timeout_s
-    member = ProcessMember(run.context, run.member_spec("consumer-0", batch_size=100)).start()
+    member = run.process_member(run.member_spec("consumer-0", batch_size=100)).start()
     run.on_close(lambda: member.stop() if member.running else None)
     stats = run.producer(count=RECORDS, rate=None, duration_s=30.0).join()
     assert stats.ok == RECORDS, stats
@@ -191,7 +191,7 @@ def test_md3(run: ScenarioRun) -> None:
         )
         run.note(f"group without members {waited:.1f} s after the kill")
     run.note("client restart")
-    probed = startup_probe(run.context, timeout_s=api_timeout_s, group=True)
+    probed = run.startup_probe(timeout_s=api_timeout_s, group=True)
     # The restarted client: same actor name, a new member id (on a thread: no interpreter start to wait).
     run.note("consumer started")
     run.member("consumer-0", batch_size=100)

@@ -22,6 +22,7 @@ from chaos.workload import (
     DeliveryPoint,
     MemberSpec,
     Processing,
+    ProcessMember,
     ProcessProducer,
     ProcessProducerSpec,
     ProducerSpec,
@@ -33,9 +34,10 @@ from chaos.workload import (
     TxnProducerSpec,
     producer_config,
     profile,
+    startup_probe,
 )
 from chaos.workload.java_build import JavaWorker
-from chaos.workload.java_client import AnyProducer, JavaMember, JavaProducer
+from chaos.workload.java_client import AnyProducer, JavaMember, JavaProducer, java_startup_probe
 
 INTROSPECT_PROCESS: Final = "introspect"
 
@@ -50,7 +52,8 @@ class RunWorkers:
         the harness's closers then cut their flushes short."""
         self._samplers: dict[str, ClusterSampler] = {}
         self.client_library = "librdkafka"
-        """The producers' client: ``librdkafka`` or ``java`` (:meth:`producer`)."""
+        """The workers' client: ``librdkafka`` or ``java`` (:meth:`producer`, :meth:`member`,
+        :meth:`process_member`, :meth:`startup_probe`)."""
         self.streams: dict[str, str] = {}
         """Producer -> the guarantee of the client profile it was handed (``client=``): its values are
         judged by that guarantee, the rest by the variant's (:func:`chaos.gate.policy.judge`)."""
@@ -321,6 +324,34 @@ class RunWorkers:
             member = ThreadMember(context, spec)
         self.on_close(lambda: member.stop(hasty=self.interrupting))
         return member.start()
+
+    def process_member(self, spec: MemberSpec) -> ProcessMember | JavaMember:
+        """A group member of ``spec`` in a child process the run can kill (``crash()``: SIGKILL, no
+        LeaveGroup), not started: a :class:`~chaos.workload.ProcessMember` on librdkafka, a
+        :class:`~chaos.workload.java_client.JavaMember` on the Java client (:attr:`client_library`). The
+        caller starts and stops it."""
+        if self.client_library == "java":
+            return JavaMember(self.context, spec, self.java_worker())
+        return ProcessMember(self.context, spec)
+
+    def startup_probe(
+        self, *, timeout_s: float, group: bool = False, process: str = "probe", topic: str | None = None
+    ) -> bool:
+        """What a restarted application's consumer does first (:func:`~chaos.workload.startup_probe`:
+        the topic's metadata, then with ``group`` the group's committed offsets, each call within
+        ``timeout_s``), on the run's client library — on the Java client ``partitionsFor`` / ``committed``
+        of a ``KafkaConsumer`` with the variant's consumer configuration
+        (:func:`~chaos.workload.java_client.java_startup_probe`). Whether every call succeeded."""
+        if self.client_library == "java":
+            return java_startup_probe(
+                self.context,
+                self.member_spec(process, topic=topic),
+                self.java_worker(),
+                timeout_s=timeout_s,
+                group=group,
+                topic=topic,
+            )
+        return startup_probe(self.context, timeout_s=timeout_s, group=group, process=process, topic=topic)
 
     def restore_reader(self, *, call_timeout_s: float, poll_timeout_s: float, k: int = 2) -> RestoreReader:
         """The seed's restore reader (end offsets → assign → seek(end − k) → poll) on the run's topic."""

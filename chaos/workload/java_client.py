@@ -307,5 +307,52 @@ class JavaMember(JavaChild):
         return self.start()
 
 
+PROBE_EXIT_S: Final = 30.0
+"""What a Java probe may take beyond its calls' timeouts: the JVM's start and the consumer's close."""
+
+
+def java_startup_probe(
+    context: RunContext,
+    spec: MemberSpec,
+    worker: JavaWorker,
+    *,
+    timeout_s: float,
+    group: bool = False,
+    topic: str | None = None,
+) -> bool:
+    """:func:`~chaos.workload.readers.startup_probe` on the Java client: a fresh ``KafkaConsumer`` with
+    ``spec``'s configuration (the application's consumer, restarted; without ``group`` its ``group.id`` left
+    out) calls ``partitionsFor(topic, T)`` — the call whose failure is "Timeout expired while fetching topic
+    metadata" — then with ``group`` ``committed(every partition, T)``, each call a ``probe_call`` event of
+    process ``spec.name`` (a failed one: the exception's class and message). Returns whether every call
+    succeeded; never raises for the client's error."""
+    if not timeout_s > 0:
+        raise ConfigError(f"startup_probe.timeout_s: expected > 0; got {timeout_s!r}")
+    librdkafka = spec.client_config(context)
+    java = java_member_config(librdkafka)
+    if not group:
+        java = JavaConfig(
+            {k: v for k, v in java.settings.items() if k != "group.id"},
+            {k: v for k, v in java.origins.items() if k != "group.id"},
+            java.dropped,
+        )
+    _announced(context, librdkafka, java)
+    payload = _payload(
+        "probe", context, spec.name, java, topic=topic or context.topic, group=group, timeout_s=timeout_s
+    )
+    child = JavaChild(spec.name, payload, context.sink, worker, context.run_id, single_attempt=False)
+    _note_dropped(context, spec.name, java)
+    child.start()
+    limit = (2 if group else 1) * timeout_s + PROBE_EXIT_S
+    code = child.wait(limit)
+    if code is None:
+        child.stop(1.0)  # raises, with the child's stderr
+        raise WorkloadError(f"{spec.name}: the Java probe did not end within {limit:.0f} s")
+    if code not in (0, 1) or child.error is not None:
+        tail = "\n".join(child.stderr_tail())
+        raise WorkloadError(f"{spec.name}: the Java probe exited with {code} ({child.error!r}):\n{tail}")
+    return code == 0
+
+
 AnyProducer = ProducerWorker | JavaProducer
 """What :meth:`ScenarioRun.producer <chaos.scenario.workers.RunWorkers.producer>` starts: one interface."""

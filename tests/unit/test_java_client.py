@@ -13,7 +13,7 @@ import pytest
 
 from chaos import versions
 from chaos.errors import ConfigError
-from chaos.history import ClientLog, Commit, Delivery, Event, SendInvoke, SendOutcome
+from chaos.history import ClientLog, Commit, Delivery, Event, ProbeCall, SendInvoke, SendOutcome
 from chaos.workload import (
     ACKS1,
     AT_LEAST_ONCE,
@@ -25,7 +25,13 @@ from chaos.workload import (
 )
 from chaos.workload.effective import take_announced
 from chaos.workload.java_build import JavaWorker, ensure_java_worker
-from chaos.workload.java_client import JavaChild, JavaMember, JavaProducer, client_log_of
+from chaos.workload.java_client import (
+    JavaChild,
+    JavaMember,
+    JavaProducer,
+    client_log_of,
+    java_startup_probe,
+)
 from chaos.workload.java_config import JavaConfig, java_member_config, java_producer_config
 
 
@@ -232,3 +238,43 @@ def test_the_real_member_leaves_on_sigterm() -> None:
     assert member.returncode == 143
     assert time.monotonic() - started < 15
     assert not [e for e in events if isinstance(e, Delivery | Commit)]
+
+
+def test_the_real_probe_times_out_as_the_java_client_does_and_says_so() -> None:
+    """A JVM probe whose only broker does not exist: ``partitionsFor`` fails at its own timeout with the
+    Java client's words — MD3's seed line, "Timeout expired while fetching topic metadata" — recorded as a
+    ``probe_call`` of the probe's process; no ``committed`` call follows; the probe says it failed."""
+    events: list[Event] = []
+    ok = java_startup_probe(
+        context("r-p1", AT_LEAST_ONCE, events),
+        MemberSpec("probe"),
+        ensure_java_worker(versions.KAFKA_VERSION),
+        timeout_s=2.0,
+        group=True,
+    )
+    assert ok is False
+    (call,) = [e for e in events if isinstance(e, ProbeCall)]
+    assert (call.process, call.operation, call.topic, call.error) == (
+        "probe",
+        "metadata",
+        "t",
+        "TimeoutException",
+    )
+    assert call.message is not None and "Timeout expired while fetching topic metadata" in call.message
+    assert call.timeout_ms == 2000.0
+    assert 1900 <= call.duration_ms <= 6000, call.duration_ms
+    (announced,) = take_announced("r-p1")
+    assert announced.settings["group.id"] == "g"
+
+
+def test_a_probe_without_a_group_leaves_the_group_out() -> None:
+    events: list[Event] = []
+    java_startup_probe(
+        context("r-p2", AT_LEAST_ONCE, events),
+        MemberSpec("probe"),
+        ensure_java_worker(versions.KAFKA_VERSION),
+        timeout_s=1.0,
+    )
+    (announced,) = take_announced("r-p2")
+    assert "group.id" not in announced.settings
+    assert [e.operation for e in events if isinstance(e, ProbeCall)] == ["metadata"]

@@ -9,6 +9,7 @@ import java.io.FileOutputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.Comparator;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -16,6 +17,7 @@ import java.util.Properties;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.protocol.Errors;
 
@@ -23,8 +25,8 @@ import org.apache.kafka.common.protocol.Errors;
  * The harness's workload on the Java client (chaos.workload.java_client starts it).
  *
  * <p>Reads one JSON line on stdin: the role ({@code producer}: {@link Producing}, {@code member}: {@link
- * Member}), its spec and {@code config}, the Java client's properties. Writes each history event as one JSON
- * line on stdout, in the rows of chaos.run.events. SIGTERM ends the role gracefully (within its spec's
+ * Member}, {@code probe}: {@link Probe}), its spec and {@code config}, the Java client's properties. Writes
+ * each history event as one JSON line on stdout, in the rows of chaos.run.events. SIGTERM ends the role gracefully (within its spec's
  * {@code close_timeout_s}) and exits; the parent's death ends this process (setpriv --pdeathsig, and the
  * watchdog below for a parent that died before that was set).
  */
@@ -34,6 +36,10 @@ public final class ChaosWorker {
       new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
   private static final CountDownLatch STOP = new CountDownLatch(1);
   private static final List<Runnable> ON_STOP = new CopyOnWriteArrayList<>();
+
+  /** Topic, then partition: the order rows list partitions in. */
+  static final Comparator<TopicPartition> BY_PARTITION =
+      Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition);
 
   private ChaosWorker() {}
 
@@ -66,8 +72,10 @@ public final class ChaosWorker {
       switch (role) {
         case "producer" -> new Producing(spec).run();
         case "member" -> new Member(spec).run();
+        case "probe" -> status = new Probe(spec).run();
         default -> {
-          System.err.println("chaos worker: unknown role " + role + " (expected producer or member)");
+          System.err.println(
+              "chaos worker: unknown role " + role + " (expected producer, member or probe)");
           status = 2;
         }
       }

@@ -1,5 +1,6 @@
 package chaos.worker;
 
+import static chaos.worker.ChaosWorker.BY_PARTITION;
 import static chaos.worker.ChaosWorker.awaitStop;
 import static chaos.worker.ChaosWorker.emit;
 import static chaos.worker.ChaosWorker.errorName;
@@ -12,7 +13,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -53,8 +53,6 @@ final class Member {
   private KafkaConsumer<String, String> consumer;
 
   static volatile Member current; // the auto-commit interceptor records through it
-  private static final Comparator<TopicPartition> BY_PARTITION =
-      Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition);
 
   Member(JsonNode spec) {
     runId = spec.get("run_id").asText();
