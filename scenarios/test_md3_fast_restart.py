@@ -254,6 +254,14 @@ def test_md3(run: ScenarioRun) -> None:
         and all(p.error is None and p.duration_ms < 0.5 * api_timeout_s * 1000 for p in probes),
         [(p.operation, p.error, round(p.duration_ms)) for p in probes],
     )
+    if run.client_library == "java":
+        # The seed's own client: its restart failed with this exception after default.api.timeout.ms.
+        result.symptom(
+            "the seed's Java exception: partitionsFor failed with TimeoutException \"Timeout expired while "
+            f'fetching topic metadata" (T = {api_timeout_s} s)',
+            any(p.error == "TimeoutException" and "topic metadata" in (p.message or "") for p in probes),
+            [(p.operation, p.error, p.message, round(p.duration_ms)) for p in probes],
+        )
     committed = next((p.result for p in probes if p.operation == "committed"), None)
     result.symptom(
         f"committed() returned the old member's offsets ({RECORDS} records)",
