@@ -65,7 +65,7 @@ spark-cluster: provision
 	$(BIN)/pytest $(SPARK_CLUSTER) $(PYTEST_ARGS)
 
 ## The catalog on every supported Kafka version, the group cases under the consumer protocol on Kafka 4, and
-## the Java-client cases (D1, ISR2, MPI1, MD3 on kafka-clients of 4.4.0) (≈ 15 min per version here): one report tree per column under reports-matrix/, then their table
+## the Java-client cases (D1, ISR2, MPI1, MD3, O6 on kafka-clients of 4.4.0) (≈ 15 min per version here): one report tree per column under reports-matrix/, then their table
 ## (docs/matrix.md). A column that failed is still tabled; the exit status says one did.
 MATRIX_DIR := reports-matrix
 MATRIX_VERSIONS := 3.9.2 4.0.2 4.1.1 4.4.0
@@ -74,7 +74,7 @@ MATRIX_GROUP_CASES := scenarios/test_mpi1_max_poll.py scenarios/test_d3_crash_be
 	scenarios/test_l6_commit_before_process.py scenarios/test_md3_fast_restart.py
 MATRIX_JAVA_VERSIONS := 4.4.0
 MATRIX_JAVA_CASES := scenarios/test_d1_ack_timeout_duplicates.py scenarios/test_isr2_lost_isr.py \
-	scenarios/test_mpi1_max_poll.py scenarios/test_md3_fast_restart.py
+	scenarios/test_mpi1_max_poll.py scenarios/test_md3_fast_restart.py scenarios/test_o6_eos_crash.py
 matrix: provision
 	@status=0; columns=""; \
 	for v in $(MATRIX_VERSIONS); do \

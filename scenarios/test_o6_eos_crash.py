@@ -47,11 +47,11 @@ from __future__ import annotations
 
 import signal
 from collections import Counter
-from dataclasses import replace
 
 from chaos.history import Commit, Delivery, TxnMarker
 from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario, views
-from chaos.workload import IDEMPOTENT, TRANSACTIONAL, ProducerSpec, ProducerWorker
+from chaos.workload import IDEMPOTENT, TRANSACTIONAL
+from chaos.workload.java_client import JavaTransform
 from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec
 
 INPUTS = 300
@@ -99,7 +99,9 @@ SCENARIO = Scenario(
 )
 
 
-def _worker(run: ScenarioRun, variant: str, source: str, crash: int | None) -> TransactionalWorker:
+def _worker(
+    run: ScenarioRun, variant: str, source: str, crash: int | None
+) -> TransactionalWorker | JavaTransform:
     transactional = variant == "remediated"
     spec = TxnWorkerSpec(
         NAME,
@@ -109,9 +111,7 @@ def _worker(run: ScenarioRun, variant: str, source: str, crash: int | None) -> T
         crash_in_txn=crash,
         transactional=transactional,
     )
-    return TransactionalWorker(
-        replace(run.context, client=TRANSACTIONAL if transactional else IDEMPOTENT), spec
-    )
+    return run.transform(spec, client=TRANSACTIONAL if transactional else IDEMPOTENT)
 
 
 @chaos_scenario(SCENARIO)
@@ -120,14 +120,7 @@ def test_o6(run: ScenarioRun) -> None:
     run.create_topic(partitions=PARTITIONS, replication_factor=3)  # the output: what the audit reads
     source = f"in-{run.run_id}"
     run.cluster.create_topic(source, PARTITIONS, 3, {"min.insync.replicas": "2"})
-    stats = (
-        ProducerWorker(
-            run.context,
-            ProducerSpec(name="producer-0", topic=source, rate=None, count=INPUTS, duration_s=30.0),
-        )
-        .start()
-        .join()
-    )
+    stats = run.producer("producer-0", topic=source, rate=None, count=INPUTS, duration_s=30.0).join()
     assert stats.ok == INPUTS, stats
     first = _worker(run, variant, source, CRASH_IN).start()
     code = first.wait(60.0)

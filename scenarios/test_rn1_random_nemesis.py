@@ -46,14 +46,12 @@ Variants (each claims ``at_least_once`` for the group's reads; ``mixed`` judges 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from chaos.faults.plan import KINDS
 from chaos.history import Event, TxnMarker
 from chaos.run.events import Isolation, producer_of
 from chaos.scenario import Scenario, ScenarioRun, Variant, chaos_scenario, views
 from chaos.workload import TRANSACTIONAL, AnyProducer
-from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec
+from chaos.workload.transactional import TxnWorkerSpec
 
 RATE = 100.0
 PRODUCERS = 2
@@ -210,8 +208,7 @@ def _transform(run: ScenarioRun, workload_s: float) -> AnyProducer:
     spec = TxnWorkerSpec(
         TRANSFORMER, input_topic=source, duration_s=workload_s + 2 * SETTLE_S, restarts=TRANSFORMER_RESTARTS
     )
-    context = replace(run.context, client=TRANSACTIONAL, group=f"{run.group}-transform")
-    worker = TransactionalWorker(context, spec)
+    worker = run.transform(spec, client=TRANSACTIONAL, group=f"{run.group}-transform")
     run.on_close(worker.stop)
     worker.start()
     return feeder

@@ -37,7 +37,14 @@ from chaos.workload import (
     startup_probe,
 )
 from chaos.workload.java_build import JavaWorker
-from chaos.workload.java_client import AnyProducer, JavaMember, JavaProducer, java_startup_probe
+from chaos.workload.java_client import (
+    AnyProducer,
+    JavaMember,
+    JavaProducer,
+    JavaTransform,
+    java_startup_probe,
+)
+from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec
 
 INTROSPECT_PROCESS: Final = "introspect"
 
@@ -53,7 +60,7 @@ class RunWorkers:
         self._samplers: dict[str, ClusterSampler] = {}
         self.client_library = "librdkafka"
         """The workers' client: ``librdkafka`` or ``java`` (:meth:`producer`, :meth:`member`,
-        :meth:`process_member`, :meth:`startup_probe`)."""
+        :meth:`process_member`, :meth:`transform`, :meth:`startup_probe`)."""
         self.streams: dict[str, str] = {}
         """Producer -> the guarantee of the client profile it was handed (``client=``): its values are
         judged by that guarantee, the rest by the variant's (:func:`chaos.gate.policy.judge`)."""
@@ -333,6 +340,24 @@ class RunWorkers:
         if self.client_library == "java":
             return JavaMember(self.context, spec, self.java_worker())
         return ProcessMember(self.context, spec)
+
+    def transform(
+        self, spec: TxnWorkerSpec, *, client: ClientProfile | None = None, group: str | None = None
+    ) -> TransactionalWorker | JavaTransform:
+        """A consume-transform-produce worker of ``spec`` (transactional, or the at-least-once transform), in
+        a child process, not started: a :class:`~chaos.workload.transactional.TransactionalWorker` on
+        librdkafka, a :class:`~chaos.workload.java_client.JavaTransform` on the Java client
+        (:attr:`client_library`). ``client``: its client profile instead of the variant's (it must be
+        transactional exactly when ``spec`` is); ``group``: its consumer group instead of the run's. The
+        caller starts and stops it."""
+        context = self.context
+        if client is not None:
+            context = dataclasses.replace(context, client=client)
+        if group is not None:
+            context = dataclasses.replace(context, group=group)
+        if self.client_library == "java":
+            return JavaTransform(context, spec, self.java_worker())
+        return TransactionalWorker(context, spec)
 
     def startup_probe(
         self, *, timeout_s: float, group: bool = False, process: str = "probe", topic: str | None = None

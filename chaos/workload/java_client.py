@@ -43,6 +43,7 @@ from chaos.workload.outcomes import (
     classify_produce_exception,
 )
 from chaos.workload.producer import HASTY_FLUSH_S, ProducerSpec, ProducerStats, ProducerWorker
+from chaos.workload.transactional import TxnWorkerSpec
 
 CLIENTS: Final = ("librdkafka", "java")
 """The client implementations a run's workers may use."""
@@ -110,6 +111,9 @@ class JavaChild(ChildProcess):
         elif kind == "delivery":
             value = row.pop("value", None)
             row["value_id"] = payload_value_id(value.encode() if isinstance(value, str) else None)
+        elif kind == "txn":
+            ids = (payload_value_id(v.encode()) for v in row.pop("values", []) if isinstance(v, str))
+            row["value_ids"] = [vid for vid in ids if vid is not None]
         return row
 
     def stderr_line(self, line: str) -> None:
@@ -131,9 +135,12 @@ def _announced(context: RunContext, librdkafka: ClientConfig, java: JavaConfig) 
     )
 
 
-def _payload(role: str, context: RunContext, name: str, java: JavaConfig, **fields: object) -> str:
-    """The one JSON line the worker reads: role, run, name, its spec ``fields`` and its properties."""
-    data = {"role": role, "run_id": context.run_id, "name": name, **fields, "config": dict(java.settings)}
+def _payload(role: str, context: RunContext, name: str, java: JavaConfig | None, **fields: object) -> str:
+    """The one JSON line the worker reads: role, run, name, its spec ``fields`` and its properties (a role
+    with two clients passes each one's in ``fields`` instead)."""
+    data: dict[str, object] = {"role": role, "run_id": context.run_id, "name": name, **fields}
+    if java is not None:
+        data["config"] = dict(java.settings)
     return json.dumps(data, separators=(",", ":"))
 
 
@@ -305,6 +312,57 @@ class JavaMember(JavaChild):
     def restart(self) -> JavaMember:
         self.stop()
         return self.start()
+
+
+class JavaTransform(JavaChild):
+    """A :class:`~chaos.workload.transactional.TxnWorkerSpec`'s consume-transform-produce worker on the Java
+    client (role ``transform``: ``beginTransaction`` / ``sendOffsetsToTransaction`` / ``commitTransaction``,
+    or the at-least-once transform without ``transactional``), in a child process, with
+    :class:`~chaos.workload.transactional.TransactionalWorker`'s interface: ``stop()`` ends it after the
+    transaction in hand, ``crash()`` SIGKILLs it, ``crash_in_txn`` makes it SIGKILL itself. Its transactional
+    calls are bounded by ``max.block.ms`` = the spec's API timeout (librdkafka's take it as an argument)."""
+
+    def __init__(self, context: RunContext, spec: TxnWorkerSpec, worker: JavaWorker) -> None:
+        producer, consumer = spec.producer_client(context), spec.consumer_client(context)
+        self.producer_java = java_producer_config(producer)
+        self.consumer_java = java_member_config(consumer)
+        _announced(context, producer, self.producer_java)
+        _announced(context, consumer, self.consumer_java)
+        timeout = spec.api_timeout_s or context.time.api_timeout_s
+        self.close_timeout_s = 2 * timeout
+        payload = _payload(
+            "transform",
+            context,
+            spec.name,
+            None,
+            group=context.group,
+            input_topic=spec.input_topic,
+            output_topic=spec.output_topic or context.topic,
+            batch_size=spec.batch_size,
+            poll_timeout_s=spec.poll_timeout_s,
+            duration_s=spec.duration_s,
+            api_timeout_s=timeout,
+            crash_in_txn=spec.crash_in_txn or 0,
+            transactional=spec.transactional,
+            processing=asdict(spec.processing),
+            restarts=spec.restarts,
+            close_timeout_s=self.close_timeout_s,
+            consumer_config=dict(self.consumer_java.settings),
+            producer_config=dict(self.producer_java.settings),
+        )
+        super().__init__(spec.name, payload, context.sink, worker, context.run_id, single_attempt=False)
+        self.spec = spec
+        self.context = context
+
+    def start(self) -> JavaTransform:
+        _note_dropped(self.context, self.name, self.producer_java)
+        _note_dropped(self.context, self.name, self.consumer_java)
+        super().start()
+        return self
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """SIGTERM: the transaction in hand completes, both clients close (bounded by the API timeout)."""
+        super().stop(timeout_s if timeout_s is not None else self.close_timeout_s + 2 * JVM_EXIT_S)
 
 
 PROBE_EXIT_S: Final = 30.0

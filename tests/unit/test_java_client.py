@@ -13,7 +13,16 @@ import pytest
 
 from chaos import versions
 from chaos.errors import ConfigError
-from chaos.history import ClientLog, Commit, Delivery, Event, ProbeCall, SendInvoke, SendOutcome
+from chaos.history import (
+    ClientLog,
+    Commit,
+    Delivery,
+    Event,
+    ProbeCall,
+    SendInvoke,
+    SendOutcome,
+    TxnMarker,
+)
 from chaos.workload import (
     ACKS1,
     AT_LEAST_ONCE,
@@ -29,9 +38,11 @@ from chaos.workload.java_client import (
     JavaChild,
     JavaMember,
     JavaProducer,
+    JavaTransform,
     client_log_of,
     java_startup_probe,
 )
+from chaos.workload.transactional import TxnWorkerSpec
 from chaos.workload.java_config import JavaConfig, java_member_config, java_producer_config
 
 
@@ -278,3 +289,31 @@ def test_a_probe_without_a_group_leaves_the_group_out() -> None:
     (announced,) = take_announced("r-p2")
     assert "group.id" not in announced.settings
     assert [e.operation for e in events if isinstance(e, ProbeCall)] == ["metadata"]
+
+
+def test_a_transforms_markers_carry_the_value_ids_of_its_values() -> None:
+    """The worker sends a transaction's raw values; the parent keeps the harness's value ids, in order."""
+    row = {"run_id": "r-t1", "ts": time.time(), "mono": time.monotonic(), "process": "transformer-0",
+           "kind": "txn", "action": "commit", "transactional_id": "chaos-transformer-0", "outcome": "ok",
+           "values": ["r-t1:producer-0:3", "not ours", "r-t1:producer-0:4"],
+           "offsets": [{"topic": "in", "partition": 1, "offset": 5, "error": None}]}  # fmt: skip
+    marker = Event.from_row(child(False).row(row))
+    assert isinstance(marker, TxnMarker)
+    assert marker.value_ids == ("r-t1:producer-0:3", "r-t1:producer-0:4")
+    assert [(o.partition, o.offset) for o in marker.offsets] == [(1, 5)]
+
+
+def test_a_transforms_two_clients_keep_their_meaning_on_the_java_client() -> None:
+    """The transactional transform's producer keeps its transactional.id and idempotence, its consumer reads
+    committed data and commits nothing by itself; both are announced for the run."""
+    events: list[Event] = []
+    ctx = context("r-t2", TRANSACTIONAL, events)
+    worker = JavaTransform(
+        ctx, TxnWorkerSpec("transformer-0", input_topic="in"), JavaWorker(Path("/x"), "4.4.0")
+    )
+    producer, consumer = take_announced("r-t2")
+    assert producer.settings["transactional.id"] == "chaos-transformer-0"
+    assert producer.settings["enable.idempotence"] in ("true", "True")
+    assert consumer.settings["isolation.level"] == "read_committed"
+    assert consumer.settings["enable.auto.commit"] == "false"
+    assert worker.close_timeout_s == 2 * ctx.time.api_timeout_s

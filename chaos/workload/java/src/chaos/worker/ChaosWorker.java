@@ -25,9 +25,9 @@ import org.apache.kafka.common.protocol.Errors;
  * The harness's workload on the Java client (chaos.workload.java_client starts it).
  *
  * <p>Reads one JSON line on stdin: the role ({@code producer}: {@link Producing}, {@code member}: {@link
- * Member}, {@code probe}: {@link Probe}), its spec and {@code config}, the Java client's properties. Writes
- * each history event as one JSON line on stdout, in the rows of chaos.run.events. SIGTERM ends the role gracefully (within its spec's
- * {@code close_timeout_s}) and exits; the parent's death ends this process (setpriv --pdeathsig, and the
+ * Member}, {@code probe}: {@link Probe}, {@code transform}: {@link Transform}), its spec and {@code config},
+ * the Java client's properties. Writes each history event as one JSON line on stdout, in the rows of
+ * chaos.run.events. SIGTERM ends the role gracefully (within its spec's {@code close_timeout_s}) and exits; the parent's death ends this process (setpriv --pdeathsig, and the
  * watchdog below for a parent that died before that was set).
  */
 public final class ChaosWorker {
@@ -73,9 +73,12 @@ public final class ChaosWorker {
         case "producer" -> new Producing(spec).run();
         case "member" -> new Member(spec).run();
         case "probe" -> status = new Probe(spec).run();
+        case "transform" -> new Transform(spec).run();
         default -> {
           System.err.println(
-              "chaos worker: unknown role " + role + " (expected producer, member or probe)");
+              "chaos worker: unknown role "
+                  + role
+                  + " (expected producer, member, probe or transform)");
           status = 2;
         }
       }
@@ -136,8 +139,13 @@ public final class ChaosWorker {
 
   /** The spec's {@code config} as client properties. */
   static Properties properties(JsonNode spec) {
+    return propertiesOf(spec.get("config"));
+  }
+
+  /** A JSON object of client settings as client properties. */
+  static Properties propertiesOf(JsonNode settings) {
     Properties props = new Properties();
-    Iterator<Map.Entry<String, JsonNode>> config = spec.get("config").fields();
+    Iterator<Map.Entry<String, JsonNode>> config = settings.fields();
     while (config.hasNext()) {
       Map.Entry<String, JsonNode> item = config.next();
       props.put(item.getKey(), item.getValue().asText());
