@@ -42,8 +42,8 @@ from chaos.workload.java_client import (
     client_log_of,
     java_startup_probe,
 )
-from chaos.workload.transactional import TxnWorkerSpec
 from chaos.workload.java_config import JavaConfig, java_member_config, java_producer_config
+from chaos.workload.transactional import TxnWorkerSpec
 
 
 def context(run_id: str, client: object = ACKS1, events: list[Event] | None = None) -> RunContext:
@@ -271,7 +271,8 @@ def test_the_real_probe_times_out_as_the_java_client_does_and_says_so() -> None:
         "t",
         "TimeoutException",
     )
-    assert call.message is not None and "Timeout expired while fetching topic metadata" in call.message
+    assert call.message is not None
+    assert "Timeout expired while fetching topic metadata" in call.message
     assert call.timeout_ms == 2000.0
     assert 1900 <= call.duration_ms <= 6000, call.duration_ms
     (announced,) = take_announced("r-p1")
