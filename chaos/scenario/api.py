@@ -72,11 +72,11 @@ def chaos_scenario(scenario: Scenario) -> Callable[[Body], TestFunction]:
                 variant.run(factory, body, kwargs)
                 return
             run: ScenarioRun = factory(scenario, variant)
-            short = run.too_short()
-            if short:
+            skip = run.not_applicable()
+            if skip:
                 import pytest
 
-                pytest.skip(short)
+                pytest.skip(skip)
             with run:
                 body(run, **kwargs)
                 result = run.result or run.finish()

@@ -87,6 +87,9 @@ class Variant:
     :param min_duration_s: a variant that needs a workload at least this long (``--chaos-duration``, or
         the replayed plan's) to reach its verdict — the random nemesis finds the weak configuration's loss
         in minutes: shorter, or with no duration given, the test is skipped before its run opens.
+    :param not_on_clients: client library (``java``) -> why the variant's case cannot happen on it (the
+        Java consumer's auto-commit runs inside ``poll()``, so it never commits a batch still being
+        processed): on that client the test is skipped before its run opens, with the reason.
 
     ``guarantee``, ``expected_verdict``, ``client_profile``, ``client`` and the config mappings may be left
     ``None``: the :class:`Scenario` fills them from its own defaults when it is built. A variant used on its
@@ -105,6 +108,7 @@ class Variant:
     client_guarantee: str | None = None
     client: ClientProfile | None = None
     min_duration_s: float = 0.0
+    not_on_clients: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _VARIANT.fullmatch(self.name):
@@ -118,6 +122,14 @@ class Variant:
             raise ScenarioDefinitionError(
                 f"Variant {self.name}: min_duration_s must be >= 0 seconds; got {self.min_duration_s!r}"
             )
+        for client, why in (self.not_on_clients or {}).items():
+            if client not in ("librdkafka", "java") or not isinstance(why, str) or not why.strip():
+                raise ScenarioDefinitionError(
+                    f"Variant {self.name}: not_on_clients maps librdkafka or java to the reason; got "
+                    f"{client!r}: {why!r}"
+                )
+        if self.not_on_clients is not None:
+            object.__setattr__(self, "not_on_clients", MappingProxyType(dict(self.not_on_clients)))
         for name in ("producer_config", "consumer_config", "topic_config"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _frozen(f"Variant {self.name}", name, getattr(self, name)))

@@ -151,6 +151,19 @@ class ScenarioRun(RunWorkers):
         """How long the run's workload is asked to run: the replayed plan's, else ``duration_s``."""
         return self.replay.workload_s if self.replay is not None else self.duration_s
 
+    def not_applicable(self) -> str | None:
+        """Why this run cannot reach its variant's verdict — too short (:meth:`too_short`), or its case does
+        not happen on the run's client (``Variant.not_on_clients``) — else None: the test is skipped with
+        it before the run opens."""
+        short = self.too_short()
+        if short:
+            return short
+        why = (self.variant.not_on_clients or {}).get(self.client_library)
+        if why:
+            case = f"{self.scenario.case_id} {self.variant.name}"
+            return f"{case} does not apply on the {self.client_library} client: {why}"
+        return None
+
     def too_short(self) -> str | None:
         """Why the run would be too short for its variant (``Variant.min_duration_s``), else None. A replay
         is never too short: it runs a given plan (a shrunk one may be short), not a search."""

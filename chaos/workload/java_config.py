@@ -107,9 +107,29 @@ class JavaConfig:
     dropped: Mapping[str, str]
 
 
+JAVA_LINGER_MS: Final = 5
+"""The Java producer's ``linger.ms`` default (Kafka 4.0 on)."""
+
+
 def java_producer_config(config: ClientConfig) -> JavaConfig:
-    """The Java producer's configuration for a librdkafka producer's (see the module docstring)."""
-    return _translate(config, PRODUCER_KEYS, _PRODUCER_DEFAULTS)
+    """The Java producer's configuration for a librdkafka producer's (see the module docstring).
+
+    The Java producer refuses a ``delivery.timeout.ms`` below ``linger.ms + request.timeout.ms``, a bound
+    librdkafka does not have (a transactional profile's ``message.timeout.ms`` is capped at
+    ``transaction.timeout.ms``, which can equal the request timeout): it is then raised to that sum, its
+    origin saying so."""
+    java = _translate(config, PRODUCER_KEYS, _PRODUCER_DEFAULTS)
+    settings, origins = dict(java.settings), dict(java.origins)
+    delivery, request = settings.get("delivery.timeout.ms"), settings.get("request.timeout.ms")
+    if delivery is not None and request is not None:
+        floor = int(settings.get("linger.ms", JAVA_LINGER_MS)) + int(request)
+        if int(delivery) < floor:
+            settings["delivery.timeout.ms"] = str(floor)
+            origins["delivery.timeout.ms"] = (
+                f"harness: raised from {delivery} to linger.ms + request.timeout.ms, the Java producer's "
+                f"lower bound (was: {origins['delivery.timeout.ms']})"
+            )
+    return JavaConfig(settings, origins, java.dropped)
 
 
 def java_member_config(config: ClientConfig) -> JavaConfig:

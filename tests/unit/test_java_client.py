@@ -57,7 +57,9 @@ def context(run_id: str, client: object = ACKS1, events: list[Event] | None = No
 def test_every_profile_keeps_its_meaning_on_the_java_client(client: object) -> None:
     librdkafka = ProducerSpec("producer-0").client_config(context("r-j0", client))
     java = java_producer_config(librdkafka)
-    assert java.settings["delivery.timeout.ms"] == str(librdkafka.settings["message.timeout.ms"])
+    request = int(java.settings["request.timeout.ms"])
+    message = int(str(librdkafka.settings["message.timeout.ms"]))
+    assert java.settings["delivery.timeout.ms"] == str(max(message, 5 + request))
     assert java.settings["acks"] == str(librdkafka.settings["acks"])
     assert java.settings["enable.idempotence"] == str(librdkafka.settings["enable.idempotence"]).lower()
     assert "message.timeout.ms" not in java.settings
@@ -65,10 +67,12 @@ def test_every_profile_keeps_its_meaning_on_the_java_client(client: object) -> N
     assert java.settings["request.timeout.ms"] == str(librdkafka.settings["socket.timeout.ms"])
     assert list(java.dropped) == ["request.timeout.ms"]  # librdkafka's broker-side ack timeout
     assert java.origins["request.timeout.ms"].endswith("(as librdkafka's socket.timeout.ms)")
-    assert java.origins["delivery.timeout.ms"].endswith("(as librdkafka's message.timeout.ms)")
+    assert java.origins["delivery.timeout.ms"].endswith("(as librdkafka's message.timeout.ms)") == (
+        message >= 5 + request
+    )
     assert set(java.origins) == set(java.settings)
     # Java's delivery timeout must cover linger + request timeout, or the client refuses to start
-    assert int(java.settings["delivery.timeout.ms"]) >= int(java.settings["request.timeout.ms"])
+    assert int(java.settings["delivery.timeout.ms"]) >= 5 + request
 
 
 def test_librdkafkas_default_idempotence_is_kept_where_javas_differs() -> None:
@@ -318,3 +322,16 @@ def test_a_transforms_two_clients_keep_their_meaning_on_the_java_client() -> Non
     assert consumer.settings["isolation.level"] == "read_committed"
     assert consumer.settings["enable.auto.commit"] == "false"
     assert worker.close_timeout_s == 2 * ctx.time.api_timeout_s
+
+
+def test_a_delivery_timeout_below_javas_floor_is_raised_to_it() -> None:
+    """The transactional profile caps message.timeout.ms at transaction.timeout.ms (12 s in ci), which equals
+    the request timeout: the Java producer would refuse it (delivery.timeout.ms < linger.ms +
+    request.timeout.ms), so it is raised to that sum, saying so."""
+    ctx = context("r-t3", TRANSACTIONAL)
+    java = java_producer_config(TxnWorkerSpec("t0", input_topic="in").producer_client(ctx))
+    assert java.settings["request.timeout.ms"] == "12000"
+    assert java.settings["delivery.timeout.ms"] == "12005"
+    assert "lower bound" in java.origins["delivery.timeout.ms"]
+    plain = java_producer_config(ProducerSpec("p").client_config(context("r-t4", ACKS1)))
+    assert plain.settings["delivery.timeout.ms"] == "60000"  # above the floor: untouched

@@ -13,7 +13,7 @@ from chaos.errors import ConfigError
 from chaos.faults.plan import PLAN_FILE, RESOLVED_PLAN_FILE, FaultStep, Plan
 from chaos.run.durations import parse_duration
 from chaos.run.manifest import ScenarioInfo, write_scenario
-from chaos.scenario import ScenarioError, ScenarioRun, find
+from chaos.scenario import ScenarioDefinitionError, ScenarioError, ScenarioRun, Variant, find
 from chaos.scenario.replay import replay_of
 from tests.unit.test_scenario_runner import cluster
 
@@ -152,3 +152,21 @@ def test_chaos_run_passes_the_variant_duration_and_seed_to_pytest(monkeypatch: p
     assert args[args.index("--chaos-duration") + 1] == "10m"
     assert args[args.index("--chaos-seed") + 1] == "3"
     assert "test_random[vulnerable]" in result.output  # printed as given, not eaten as rich markup
+
+
+def test_a_variant_whose_case_cannot_happen_on_a_client_is_skipped_there_saying_why(tmp_path: Path) -> None:
+    """L6's trap (an auto-commit of a batch still being processed) does not exist on the Java consumer,
+    whose auto-commit runs inside poll(): its vulnerable variant is not applicable there, and says why;
+    on librdkafka it runs, and so does the remediated variant on both."""
+    scenario = find("L6")
+    java = ScenarioRun(scenario, "vulnerable", cluster(3), tmp_path)
+    java.client_library = "java"  # as --chaos-client java sets it (without building the worker here)
+    assert "does not apply on the java client" in (java.not_applicable() or "")
+    assert "poll()" in (java.not_applicable() or "")
+    assert ScenarioRun(scenario, "vulnerable", cluster(3), tmp_path).not_applicable() is None
+    remediated = ScenarioRun(scenario, "remediated", cluster(3), tmp_path)
+    remediated.client_library = "java"
+    assert remediated.not_applicable() is None
+    assert ScenarioRun(find("RANDOM"), "vulnerable", cluster(3), tmp_path).not_applicable() is not None
+    with pytest.raises(ScenarioDefinitionError, match="not_on_clients"):
+        Variant("v", "d", not_on_clients={"kafka-python": "no"})
