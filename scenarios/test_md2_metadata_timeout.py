@@ -183,6 +183,18 @@ def test_md2(run: ScenarioRun) -> None:
             seen,
         )
         return
+    if variant == "healthy_broker" and run.client_library == "java":
+        # The Java client bootstraps from one broker at a time (the least loaded, at random among equals):
+        # picked first, the slow broker holds the call past T; librdkafka dials every bootstrap broker at
+        # once and takes the first answer. Which broker the Java client picks is chance: evidence, not a
+        # verdict.
+        result.symptom(
+            "the Java client's metadata arrived through the healthy brokers (it bootstraps from one broker "
+            "at a time: a pick of the slow one times out)",
+            ok and call.error is None,
+            seen,
+        )
+        return
     # The remedy: the metadata arrives.
     assert ok, call
     assert call.error is None, call
