@@ -598,7 +598,7 @@ def kafka_cluster(
     from chaos.faults.heal import heal_all
 
     cluster = _chaos_cluster_holder.get()
-    before = cluster.topics()
+    before = cluster.topics(internal=False)
     try:
         yield cluster
     finally:
@@ -610,7 +610,7 @@ def kafka_cluster(
         try:
             heal_all(cluster)
             if not request.config.stash.get(_INTERRUPTED, False):  # else the cluster is removed next
-                cluster.delete_topics(sorted(cluster.topics() - before))
+                cluster.delete_topics(sorted(cluster.topics(internal=False) - before))
                 cluster.wait_healthy(60)
         except Exception as exc:
             print(

@@ -326,14 +326,14 @@ def test_md3(run: ScenarioRun) -> None:
         request_s = run.time.socket_timeout_ms / 1000
         bound_s += request_s
         why += f" + the Java client's request.timeout.ms {request_s} s on the cut bootstrap broker"
-        waited = [
+        on_cut = [
             e.message
             for e in views.client_logs(events)
             if e.process == "consumer-0" and e.mono > started.mono and "disconnected" in (e.message or "")
         ]
         result.symptom(
             'the restarted Java member first waited on the cut broker ("Bootstrap broker … disconnected")',
-            bool(waited),
-            waited[:2],
+            bool(on_cut),
+            on_cut[:2],
         )
     assert assigned_s < bound_s, f"assigned {assigned_s:.2f} s after the start; {why}"

@@ -500,8 +500,9 @@ class KafkaCluster:
         """Set dynamic configs of consumer group ``group`` (:func:`introspect.set_group_config`)."""
         introspect.set_group_config(self, group, settings, timeout_s)
 
-    def topics(self) -> set[str]:
-        return introspect.topics(self)
+    def topics(self, *, internal: bool = True) -> set[str]:
+        """The cluster's topics; ``internal=False``: without Kafka's own (``__consumer_offsets``…)."""
+        return introspect.topics(self, internal=internal)
 
     def wait_healthy(self, timeout_s: float = 60.0) -> None:
         introspect.wait_healthy(self, timeout_s)

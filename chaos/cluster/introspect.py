@@ -136,8 +136,14 @@ def partition(cluster: ClusterHandle, topic: str, index: int, via: int | None = 
     raise ClusterError(f"topic {topic!r} has no partition {index}")
 
 
-def topics(cluster: ClusterHandle) -> set[str]:
-    return {p.topic for p in describe_partitions(cluster)}
+def is_internal(topic: str) -> bool:
+    """Whether ``topic`` is Kafka's own (``__consumer_offsets``, ``__transaction_state``…): never a test's."""
+    return topic.startswith("__")
+
+
+def topics(cluster: ClusterHandle, *, internal: bool = True) -> set[str]:
+    """The cluster's topics; without ``internal``, only the ones a client created (:func:`is_internal`)."""
+    return {p.topic for p in describe_partitions(cluster) if internal or not is_internal(p.topic)}
 
 
 def group_coordinator(
@@ -263,6 +269,15 @@ def _known_everywhere(cluster: ClusterHandle, name: str, partitions: int) -> boo
 
 
 def delete_topics(cluster: ClusterHandle, names: list[str], timeout_s: float) -> None:
+    """Delete ``names``; an internal topic is refused (:class:`ClusterError`): recreated, Kafka 3's group
+    coordinator ignores the new ``__consumer_offsets`` partitions (their epoch 0 is below the one it kept)
+    and every group hashed to them is refused with NOT_COORDINATOR."""
+    internal = [name for name in names if is_internal(name)]
+    if internal:
+        raise ClusterError(
+            f"refusing to delete Kafka's internal topics {internal}: only topics a client created can be "
+            "deleted (a recreated __consumer_offsets leaves Kafka 3's group coordinators unloaded)"
+        )
     if not names:
         return
     futures = cluster.admin().delete_topics(names, operation_timeout=timeout_s, request_timeout=timeout_s)

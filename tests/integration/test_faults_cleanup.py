@@ -1,8 +1,9 @@
 """A test that fails in the middle of faults leaves nothing behind (checked in a pytester session).
 
-The inner session's first test injects a pause, a network cut, a refused proxy and a latency toxic,
-then fails. Its second test runs on the same session cluster and asserts nothing is left: no paused
-broker, no iptables sidecar, no toxic, every proxy enabled, every ISR full. After the inner session
+The inner session's first test creates a topic and the group coordinators' __consumer_offsets, injects a
+pause, a network cut, a refused proxy and a latency toxic, then fails. Its second test runs on the same
+session cluster and asserts nothing is left: no paused broker, no iptables sidecar, no toxic, every proxy
+enabled, every ISR full, the test's topic deleted — and Kafka's internal topic kept. After the inner session
 no container or network of its run exists.
 """
 
@@ -30,6 +31,7 @@ from chaos.faults.toxics import Latency, Refuse
 def test_fails_in_the_middle_of_faults(kafka_cluster):
     Path("run_id.txt").write_text(kafka_cluster.run_id)
     kafka_cluster.create_topic("left-behind", partitions=1, replication_factor=3)
+    kafka_cluster.group_coordinator("cleanup-probe")  # creates __consumer_offsets if it is not there yet
     Latency(kafka_cluster, 1, ms=300).inject()
     Refuse(kafka_cluster, 2, paths=("ext",)).inject()
     NetworkCut(kafka_cluster, 3).inject()
@@ -45,6 +47,9 @@ def test_next_test_finds_everything_healed(kafka_cluster):
     proxies = kafka_cluster.toxiproxy.proxies()
     assert all(p["enabled"] and p["toxics"] == [] for p in proxies.values())
     assert "left-behind" not in kafka_cluster.topics()
+    # the internal topic the failed test created is Kafka's: kept (nothing here would recreate it)
+    assert "__consumer_offsets" in kafka_cluster.topics()
+    assert "__consumer_offsets" not in kafka_cluster.topics(internal=False)
     assert kafka_cluster.under_replicated_partitions() == []
 """
 
