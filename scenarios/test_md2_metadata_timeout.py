@@ -156,7 +156,12 @@ def test_md2(run: ScenarioRun) -> None:
         f"injected at {[round(t, 2) for t in injects]}, healed at {[round(t, 2) for t in heals]}",
     )
     effects = [f.record.effect for f in faults if f.record is not None and f.record.effect is not None]
-    result.precondition(
+    # With every broker slow the client cannot avoid the toxics: their packet meter proves the fault landed.
+    # With one (healthy_broker) the case is the client's choice — which broker it dials first is the
+    # client's (a fresh librdkafka client often takes its metadata from a healthy broker before it dials
+    # the slow one; measured once in 6 ms without a packet through the toxic): evidence, not a precondition.
+    check = result.symptom if variant == "healthy_broker" else result.precondition
+    check(
         "the probe's traffic went through a latency toxic (the proxies' packet meter)",
         not effects or any(e.observed for e in effects),
         "; ".join(f"broker {b}: {e.evidence}" for b, e in zip(slow, effects, strict=False)) or "not measured",
