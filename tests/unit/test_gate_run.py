@@ -45,7 +45,7 @@ class Run:
         self.notes = []
         self.cluster = Cluster()
 
-    def too_short(self):
+    def not_applicable(self):
         return None
 
     def __enter__(self):

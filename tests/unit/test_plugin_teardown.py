@@ -194,7 +194,7 @@ class FakeCluster:
         with self.log.open("a") as log:
             log.write(line + "\n")
 
-    def topics(self) -> set[str]:
+    def topics(self, *, internal: bool = True) -> set[str]:
         return set()
 
     def capture_logs(self, directory: Path) -> None:

@@ -101,7 +101,7 @@ def test_the_decorator_marks_parametrizes_finishes_and_judges(pytester: pytest.P
                 verdict = "fail" if self.variant.name == "broken" else "pass"
                 self.result = Result(verdict, self.variant.expected_verdict)
                 return self.result
-            def too_short(self):
+            def not_applicable(self):
                 return None
             def __enter__(self):
                 return self
