@@ -261,6 +261,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_SPARK_OWNED] = not jvm_running()
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """The session's chaos options in pytest's header: the seed among them, the one way to draw a random
+    session's fault plans again."""
+    options = config.stash.get(_OPTIONS, None)
+    if options is None:
+        return None
+    cluster = options.cluster
+    return (
+        f"chaos: seed {options.seed}, Kafka {cluster.kafka_version}, {cluster.brokers} brokers, profile "
+        f"{cluster.profile}, client {options.client}, group protocol {options.group_protocol}, "
+        f"audit engine {options.audit_engine}"
+    )
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """With a scenario run among the selected tests: lengthen their timeouts by the asked duration, and
     with the Spark engine start the Spark session now, in the background: its JVM's start overlaps the

@@ -211,6 +211,14 @@ def test_the_seed_option_wins_over_the_environment(
     pytester.runpytest("--chaos-seed", "11").assert_outcomes(passed=1)
 
 
+def test_the_header_names_the_seed_a_random_session_drew(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_seed(chaos_seed):\n    print('drawn', chaos_seed)\n")
+    result = pytester.runpytest("-s")
+    result.assert_outcomes(passed=1)
+    drawn = next(line.split()[-1] for line in result.stdout.lines if line.startswith("drawn "))
+    result.stdout.fnmatch_lines([f"chaos: seed {drawn}, Kafka {versions.KAFKA_VERSION}, 3 brokers, *"])
+
+
 def test_help_is_not_blocked_by_bad_input(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHAOS_SEED", "abc")
     result = pytester.runpytest("--help")
