@@ -188,7 +188,12 @@ def _streams(values: tuple[str, ...]) -> dict[str, str]:
 
 @cli.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option(
+    "--spark-master",
+    default="local[*]",
+    show_default=True,
+    help="Spark master URL: local[N], spark://HOST:PORT, … or sc://HOST:PORT (a Spark Connect server).",
+)
 @click.option("--engine", type=click.Choice(["spark", "reference"]), default="spark", show_default=True)
 @click.option(
     "--guarantee",

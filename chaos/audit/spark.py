@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chaos.audit.connector import ensure_connector_jars
+from chaos.errors import ToolMissing
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,6 +35,8 @@ def spark_session(
     """
     from pyspark.sql import SparkSession
 
+    if is_connect(master):
+        return _connect_session(master)
     jars = ",".join(str(p) for p in ensure_connector_jars())
     builder = SparkSession.builder
     if driver_memory is None and master.startswith("local"):
@@ -84,6 +87,32 @@ def spark_session(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         raise
+
+
+CONNECT_SCHEME = "sc://"
+"""A master URL with this scheme names a Spark Connect server (PySpark's thin client: no JVM here)."""
+
+
+def is_connect(master: str) -> bool:
+    """Whether ``master`` is a Spark Connect URL (``sc://host:port``), not a master for a JVM driver."""
+    return master.startswith(CONNECT_SCHEME)
+
+
+def _connect_session(url: str) -> SparkSession:
+    """A session on the Spark Connect server at ``url``. The server owns the JVM and its settings (its
+    classpath must hold the Kafka connector to read a topic: docs/spark-cluster.md); only the job's
+    shuffle width is set per session."""
+    from pyspark.sql import SparkSession
+
+    try:
+        builder = SparkSession.builder.remote(url)
+    except ImportError as exc:  # pyspark's Connect client needs grpcio, pandas… (the lock pins them)
+        raise ToolMissing(
+            f"Spark Connect ({url}) needs PySpark's Connect client: {exc}",
+            "pip install 'chaos-harness[connect]' (`make setup` installs it here), or audit on a JVM master",
+        ) from exc
+    session: SparkSession = builder.config("spark.sql.shuffle.partitions", "16").getOrCreate()
+    return session
 
 
 DRIVER_HOST_ENV = "CHAOS_SPARK_DRIVER_HOST"
@@ -157,6 +186,7 @@ def stop_spark(timeout_s: float = 10.0) -> None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         starting.join(timeout_s)
+    _stop_connect_session()
     if spark_context is None:
         return
     gateway = spark_context._gateway
@@ -183,6 +213,16 @@ def stop_spark(timeout_s: float = 10.0) -> None:
     except Exception:
         proc.kill()
         proc.wait(timeout_s)
+
+
+def _stop_connect_session() -> None:
+    """Release this process's Spark Connect session, if it opened one (the server runs on)."""
+    module = sys.modules.get("pyspark.sql.connect.session")
+    remote = getattr(module, "SparkSession", None)
+    session = getattr(remote, "_default_session", None)
+    if session is not None:
+        with contextlib.suppress(Exception):  # a server that went away has nothing left to release
+            session.stop()
 
 
 def _is_spark_submit(pid: int) -> bool:

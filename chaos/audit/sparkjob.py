@@ -202,7 +202,7 @@ def spark_audit(
         held.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
-    with _cancelled_after(spark.sparkContext, timeout_s):
+    with _cancelled_after(spark, timeout_s):
         try:
             # each is one scan of the history, then read from memory by several parts
             kind = F.col("kind")
@@ -273,9 +273,10 @@ def _local_frame(spark: Any, rows: list[tuple[Any, ...]], ddl: str) -> DataFrame
 
 
 @contextlib.contextmanager
-def _cancelled_after(sc: Any, timeout_s: float) -> Iterator[None]:
+def _cancelled_after(spark: Any, timeout_s: float) -> Iterator[None]:
     """Cancel the Spark jobs this thread starts in the block once ``timeout_s`` has passed (again every
-    second, for jobs started after), and turn the failure that follows into an :class:`AuditError`."""
+    second, for jobs started after), and turn the failure that follows into an :class:`AuditError`.
+    Operation tags, so that it works the same on a JVM driver and on a Spark Connect server."""
     tag = f"chaos-audit-{uuid.uuid4().hex[:12]}"
     expired, done = threading.Event(), threading.Event()
 
@@ -283,14 +284,14 @@ def _cancelled_after(sc: Any, timeout_s: float) -> Iterator[None]:
         expired.set()
         while not done.is_set():
             try:
-                sc.cancelJobsWithTag(tag)
-            except Exception:  # the JVM is gone: nothing left to cancel
+                spark.interruptTag(tag)
+            except Exception:  # the JVM (or the server) is gone: nothing left to cancel
                 return
             done.wait(_CANCEL_EVERY_S)
 
     timer = threading.Timer(timeout_s, cancel)
     timer.daemon = True
-    sc.addJobTag(tag)
+    spark.addTag(tag)
     timer.start()
     try:
         yield
@@ -306,7 +307,7 @@ def _cancelled_after(sc: Any, timeout_s: float) -> Iterator[None]:
         done.set()
         timer.cancel()
         with contextlib.suppress(Exception):  # a JVM that died must not hide why
-            sc.removeJobTag(tag)
+            spark.removeTag(tag)
 
 
 def _parts(

@@ -1,12 +1,14 @@
-"""Issue 15, item 2: the audit runs unchanged against a Spark standalone cluster.
+"""Issue 15, item 2: the audit runs unchanged against a Spark standalone cluster, directly and through a
+Spark Connect server in front of it.
 
-A master and a worker are started from the installed PySpark distribution (``bin/spark-class``), bound to
-127.0.0.1 (their web UIs too: ``SPARK_LOCAL_IP``), and stopped in ``finally`` — and killed by the kernel
-if this process dies first (``PR_SET_PDEATHSIG``). A real run's directory, audited by the
-reference engine when the run finished, is audited again by ``chaos audit --spark-master
-spark://127.0.0.1:PORT`` and by docs/spark-cluster.md's ``spark-submit`` recipe: the facts must be equal (the
-property tests prove the local Spark job equal to the reference), and the cluster must have run both jobs (the
-worker launched an executor for each).
+A master, a worker and a Connect server are started from the installed PySpark distribution
+(``bin/spark-class``, ``bin/spark-submit``), bound to 127.0.0.1 (their web UIs too: ``SPARK_LOCAL_IP``), and
+stopped in ``finally`` — and killed by the kernel if this process dies first (``PR_SET_PDEATHSIG``). A real
+run's directory, audited by the reference engine when the run finished, is audited again by ``chaos audit
+--spark-master spark://127.0.0.1:PORT``, by docs/spark-cluster.md's ``spark-submit`` recipe and by ``chaos
+audit --spark-master sc://127.0.0.1:PORT`` (a Connect server whose jobs run on that cluster): the facts
+must be equal (the property tests prove the local Spark job equal to the reference), and the cluster must
+have run the three jobs (the worker launched an executor for each).
 """
 
 from __future__ import annotations
@@ -55,10 +57,12 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-def _spawn(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _spawn(
+    args: list[str], log: Path, env: dict[str, str], tool: str = "spark-class"
+) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
-            [str(spark_home() / "bin" / "spark-class"), *args],
+            [str(spark_home() / "bin" / tool), *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -130,6 +134,34 @@ def standalone(work: Path) -> Iterator[tuple[str, Path]]:
             _stop(proc)
 
 
+@contextmanager
+def connect_server(work: Path, master: str) -> Iterator[str]:
+    """A Spark Connect server on 127.0.0.1 (``spark-submit --class …SparkConnectServer``, the connector's
+    jars on its classpath) whose jobs run on ``master``: yields its ``sc://`` URL."""
+    from chaos.audit.connector import ensure_connector_jars
+
+    (port,) = free_loopback_ports(1)
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1"}
+    log = work / "connect.log"
+    proc = _spawn(
+        ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", master,
+         "--jars", ",".join(str(p) for p in ensure_connector_jars()),
+         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+         "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+         "spark-internal"],
+        log,
+        env,
+        tool="spark-submit",
+    )  # fmt: skip
+    try:
+        _await(log, r"Spark Connect server started at", proc, "the Spark Connect server")
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        _stop(proc)
+
+
 def chaos_audit(run_dir: Path, master: str) -> tuple[dict[str, object], float]:
     """``chaos audit RUN_DIR --spark-master MASTER``: the audit.json it wrote, and how long it took."""
     started = time.monotonic()
@@ -183,23 +215,30 @@ def test_the_audit_runs_unchanged_on_a_standalone_spark_cluster(
         run.producer(count=300, rate=None).join()
         run.wait_caught_up(30)
         run.finish(engine="reference")
-    cluster_dir, submitted_dir = tmp_path / "cluster", tmp_path / "submitted"
-    shutil.copytree(run.dir, cluster_dir)
-    shutil.copytree(run.dir, submitted_dir)
+    cluster_dir, submitted_dir, connect_dir = (
+        tmp_path / name for name in ("cluster", "submitted", "connect")
+    )
+    for copy in (cluster_dir, submitted_dir, connect_dir):
+        shutil.copytree(run.dir, copy)
     # the run's own audit: the reference engine, which the property tests prove Spark's local job equal to
     local = json.loads((run.dir / "audit.json").read_text(encoding="utf-8"))
 
     with standalone(tmp_path / "spark") as (url, worker_log):
         on_cluster, cluster_s = chaos_audit(cluster_dir, url)
         submitted, submitted_s = spark_submit(submitted_dir, url)
+        with connect_server(tmp_path / "connect-server", url) as remote:
+            connected, connect_s = chaos_audit(connect_dir, remote)
         launched = re.findall(r"Asked to launch executor (\S+)", worker_log.read_text(errors="replace"))
     print(
-        f"\n{url}: chaos audit {cluster_s:.1f} s, spark-submit {submitted_s:.1f} s; executors launched "
-        f"{launched}"
+        f"\n{url}: chaos audit {cluster_s:.1f} s, spark-submit {submitted_s:.1f} s, through Spark Connect "
+        f"{connect_s:.1f} s; executors launched {launched}"
     )
-    # one executor per application: the chaos audit's and the spark-submit's
-    assert len(launched) >= 2, f"the standalone worker launched {launched}: an audit did not run on it"
-    assert (local["engine"], on_cluster["engine"], submitted["engine"]) == ("reference", "spark", "spark")
+    # one executor per application: the chaos audit's, the spark-submit's and the Connect server's
+    assert len(launched) >= 3, f"the standalone worker launched {launched}: an audit did not run on it"
+    engines = (local["engine"], on_cluster["engine"], submitted["engine"], connected["engine"])
+    assert engines == ("reference", "spark", "spark", "spark")
     assert on_cluster["facts"] == local["facts"]
     assert submitted["facts"] == local["facts"]
-    assert (on_cluster["verdict"], submitted["verdict"], local["verdict"]) == ("pass", "pass", "pass")
+    assert connected["facts"] == local["facts"]
+    verdicts = (on_cluster["verdict"], submitted["verdict"], connected["verdict"], local["verdict"])
+    assert verdicts == ("pass",) * 4

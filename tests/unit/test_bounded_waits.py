@@ -155,21 +155,21 @@ def test_ctrl_c_during_close_still_writes_the_events(tmp_path: Path) -> None:
 # ---- the Spark audit's bound --------------------------------------------------------------------------
 
 
-class FakeSparkContext:
-    """The job-tag calls of a SparkContext; a "job" runs until its tag is cancelled."""
+class FakeSparkSession:
+    """The operation-tag calls of a SparkSession; a "job" runs until its tag is interrupted."""
 
     def __init__(self) -> None:
         self.tags: set[str] = set()
         self.cancelled: list[str] = []
         self.cancel_seen = threading.Event()
 
-    def addJobTag(self, tag: str) -> None:
+    def addTag(self, tag: str) -> None:
         self.tags.add(tag)
 
-    def removeJobTag(self, tag: str) -> None:
+    def removeTag(self, tag: str) -> None:
         self.tags.discard(tag)
 
-    def cancelJobsWithTag(self, tag: str) -> None:
+    def interruptTag(self, tag: str) -> None:
         self.cancelled.append(tag)
         self.cancel_seen.set()
 
@@ -178,14 +178,14 @@ class FakeSparkContext:
             raise RuntimeError("Job 3 cancelled as part of cancellation of all jobs with tag")
 
 
-def _audit(sc: FakeSparkContext, timeout_s: float, job_s: float, tags: list[str]) -> None:
+def _audit(sc: FakeSparkSession, timeout_s: float, job_s: float, tags: list[str]) -> None:
     with _cancelled_after(sc, timeout_s):
         tags.extend(sc.tags)
         sc.run_job(within_s=job_s)
 
 
 def test_spark_jobs_past_the_bound_are_cancelled_and_named() -> None:
-    sc = FakeSparkContext()
+    sc = FakeSparkSession()
     tags: list[str] = []
     started = time.monotonic()
     with pytest.raises(AuditError, match=r"Spark audit did not finish within 0 s; its jobs were cancelled"):
@@ -197,7 +197,7 @@ def test_spark_jobs_past_the_bound_are_cancelled_and_named() -> None:
 
 
 def test_spark_jobs_within_the_bound_run_untouched() -> None:
-    sc = FakeSparkContext()
+    sc = FakeSparkSession()
     tags: list[str] = []
     _audit(sc, 10.0, 0.1, tags)
     assert len(tags) == 1
@@ -205,3 +205,13 @@ def test_spark_jobs_within_the_bound_run_untouched() -> None:
         raise ValueError("not a timeout")  # other failures pass through as they are
     assert sc.cancelled == []
     assert sc.tags == set()
+
+
+def test_a_real_spark_job_past_the_bound_is_interrupted(audit_spark: Any) -> None:
+    """The tags work on a real session: a job the audit's thread started is interrupted from the timer's."""
+    endless = audit_spark.range(1 << 40).selectExpr("sum(id * id) AS s")  # hours on 2 cores
+    started = time.monotonic()
+    with pytest.raises(AuditError, match=r"did not finish within 2 s"), _cancelled_after(audit_spark, 2.0):
+        endless.collect()
+    assert time.monotonic() - started < 30
+    assert audit_spark.range(5).count() == 5  # the session still serves the next audit
