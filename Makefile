@@ -63,8 +63,7 @@ platforms: provision
 	$(BIN)/pytest tests/platforms $(PYTEST_ARGS)
 
 ## The audit on a Spark standalone cluster alone (master + worker from the PySpark distribution, directly and
-## through a Spark Connect server, on
-## loopback; also part of `make test`): docs/spark-cluster.md.
+## through a Spark Connect server, on loopback; also part of `make test`): docs/spark-cluster.md.
 spark-cluster: provision
 	$(BIN)/pytest $(SPARK_CLUSTER) $(PYTEST_ARGS)
 
