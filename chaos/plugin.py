@@ -111,6 +111,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "definition, for quick local runs); default $CHAOS_AUDIT_ENGINE. A test may still name its own.",
     )
     group.addoption(
+        "--chaos-spark-master",
+        default=None,
+        metavar="URL",
+        help="Where the Spark engine audits each scenario run: local[2] (default, a JVM in this process), "
+        "spark://HOST:PORT, sc://HOST:PORT (a Spark Connect server), …; default $CHAOS_SPARK_MASTER "
+        "(docs/spark-cluster.md).",
+    )
+    group.addoption(
         "--chaos-seed",
         type=int,
         default=None,
@@ -249,6 +257,7 @@ class _Options:
     group_protocol: GroupProtocol
     audit_engine: Engine = "spark"
     client: str = "librdkafka"
+    spark_master: str = "local[2]"
     duration_s: float | None = None
     plan: Plan | None = None
 
@@ -272,6 +281,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         f"chaos: seed {options.seed}, Kafka {cluster.kafka_version}, {cluster.brokers} brokers, profile "
         f"{cluster.profile}, client {options.client}, group protocol {options.group_protocol}, "
         f"audit engine {options.audit_engine}"
+        + (f" on {options.spark_master}" if options.audit_engine == "spark" else "")
     )
 
 
@@ -288,9 +298,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     _lengthen_timeouts(session.config, runs, options)
     if options.audit_engine == "spark":
-        from chaos.audit.spark import SCENARIO_MASTER, start_in_background
+        from chaos.audit.spark import start_in_background
 
-        start_in_background(SCENARIO_MASTER)
+        start_in_background(options.spark_master)
 
 
 def _lengthen_timeouts(config: pytest.Config, runs: list[pytest.Item], options: _Options) -> None:
@@ -311,6 +321,7 @@ def _lengthen_timeouts(config: pytest.Config, runs: list[pytest.Item], options: 
 def _read_options(config: pytest.Config) -> _Options:
     """Read and check every chaos option; raise pytest.UsageError naming the bad input and its fix."""
     from chaos import versions
+    from chaos.audit.spark import SCENARIO_MASTER, SPARK_MASTER_ENV, check_master
     from chaos.cluster.config import ClusterConfig
     from chaos.cluster.images.catalog import ENV_SOURCE, Source
     from chaos.errors import ConfigError, PlanError
@@ -387,6 +398,11 @@ def _read_options(config: pytest.Config) -> _Options:
     if client not in CLIENTS:
         given_client = _given("--chaos-client", client_option, _ENV_CLIENT)
         raise _usage(given_client, f"expected one of {', '.join(CLIENTS)}")
+    master_option: str | None = config.getoption("--chaos-spark-master")
+    try:
+        spark_master = check_master(master_option or os.environ.get(SPARK_MASTER_ENV) or SCENARIO_MASTER)
+    except ConfigError as exc:
+        raise _usage(_given("--chaos-spark-master", master_option, SPARK_MASTER_ENV), str(exc)) from None
     duration_option: str | None = config.getoption("--chaos-duration")
     try:
         duration_s = parse_duration(duration_option) if duration_option is not None else None
@@ -407,6 +423,7 @@ def _read_options(config: pytest.Config) -> _Options:
         group_protocol=protocol,
         audit_engine=engine,  # type: ignore[arg-type]  # checked against _AUDIT_ENGINES above
         client=client,
+        spark_master=spark_master,
     )
 
 
@@ -707,6 +724,7 @@ def scenario_run(
             strict_symptoms=pytestconfig.getoption("--chaos-strict-symptoms"),
             group_protocol=pytestconfig.stash[_OPTIONS].group_protocol,
             client_library=client_library or pytestconfig.stash[_OPTIONS].client,
+            spark_master=pytestconfig.stash[_OPTIONS].spark_master,
             duration_s=pytestconfig.stash[_OPTIONS].duration_s,
             replay=replay or pytestconfig.stash[_OPTIONS].plan,
         )

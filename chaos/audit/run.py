@@ -108,11 +108,13 @@ def java_command() -> str:
 
 def _spark(rd: RunDir, master: str, topic: TopicSource | None, options: AuditOptions) -> AuditFacts:
     from chaos.audit.source import drain_log, read_topic
-    from chaos.audit.spark import spark_session
+    from chaos.audit.spark import check_master, is_connect, spark_session
     from chaos.audit.sparkjob import spark_audit
     from chaos.history.reader import to_spark
 
-    java_command()  # before the connector jars (Maven needs Java too) and the JVM
+    master = check_master(master)
+    if not is_connect(master):  # a Connect server has the JVM; nothing starts here
+        java_command()  # before the connector jars (Maven needs Java too) and the JVM
     try:
         spark = spark_session(master)
     except ChaosError:

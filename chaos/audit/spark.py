@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chaos.audit.connector import ensure_connector_jars
-from chaos.errors import ToolMissing
+from chaos.errors import ConfigError, ToolMissing
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,6 +92,35 @@ def spark_session(
 
 CONNECT_SCHEME = "sc://"
 """A master URL with this scheme names a Spark Connect server (PySpark's thin client: no JVM here)."""
+
+
+SPARK_MASTER_ENV = "CHAOS_SPARK_MASTER"
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|(spark|sc|k8s|mesos)://\S+|yarn")
+
+
+def check_master(master: str) -> str:
+    """``master`` stripped, when it is a master URL Spark takes (``local[N]``, ``spark://…``, ``sc://…``,
+    ``k8s://…``, ``yarn``) and, for ``sc://``, PySpark's Connect client is installed.
+
+    :raises ConfigError: it is not, with what to give instead.
+    """
+    master = master.strip()
+    if not _MASTER.fullmatch(master):
+        raise ConfigError(
+            f"not a Spark master URL: {master!r}; give local[N], spark://HOST:PORT, sc://HOST:PORT (a Spark "
+            "Connect server), k8s://… or yarn"
+        )
+    if is_connect(master):
+        try:
+            from pyspark.sql.connect.utils import check_dependencies
+
+            check_dependencies("pyspark.sql.connect")
+        except ImportError as exc:
+            raise ConfigError(
+                f"{master} is a Spark Connect server, and PySpark's Connect client is not installed ({exc}): "
+                "pip install 'chaos-harness[connect]'"
+            ) from None
+    return master
 
 
 def is_connect(master: str) -> bool:

@@ -220,7 +220,8 @@ def to_spark(spark: SparkSession, run_dir: RunDirLike, *, kinds: Iterable[str] |
     rd = RunDir.of(run_dir)
     if rd.parquet_path.exists():
         _parquet_version(rd.parquet_path)
-        df = spark.read.parquet(str(rd.parquet_path))
+        # absolute: a Spark Connect server or a cluster resolves a relative path against its own cwd
+        df = spark.read.parquet(str(rd.parquet_path.absolute()))
     else:
         df = arrow_to_spark(spark, load_history(rd).table)
     if kinds is not None:

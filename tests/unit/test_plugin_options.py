@@ -17,6 +17,7 @@ ENV = (
     "CHAOS_KAFKA_VERSION",
     "CHAOS_AUDIT_ENGINE",
     "CHAOS_CLIENT",
+    "CHAOS_SPARK_MASTER",
 )
 
 # A test that would leave a mark if the session ever got as far as running it.
@@ -114,6 +115,17 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
             {},
             "ERROR: chaos: --chaos-plan nowhere/plan.json: cannot read the plan nowhere/plan.json: *",
         ),
+        (
+            ["--chaos-spark-master", "localhost:7077"],
+            {},
+            "ERROR: chaos: --chaos-spark-master localhost:7077: not a Spark master URL: 'localhost:7077'; "
+            "give local[[]N], spark://HOST:PORT, sc://HOST:PORT *",  # [[] is fnmatch's literal [
+        ),
+        (
+            [],
+            {"CHAOS_SPARK_MASTER": "local[two]"},
+            "ERROR: chaos: CHAOS_SPARK_MASTER='local[[]two]': not a Spark master URL: *",
+        ),
     ],
     ids=[
         "kafka-version",
@@ -132,6 +144,8 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
         "CHAOS_CLIENT",
         "duration-option",
         "plan-option",
+        "spark-master-option",
+        "CHAOS_SPARK_MASTER",
     ],
 )
 def test_bad_input_is_one_usage_error(
@@ -280,6 +294,42 @@ def test_the_audit_engine_reaches_scenario_runs(
     # Spark's JVM starts as the session starts (its start overlaps the first cluster's), only when a
     # scenario run will audit with it
     assert started == (["local[2]"] if engine == "spark" else [])
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "master"),
+    [
+        ([], {}, "local[2]"),
+        (["--chaos-spark-master", "spark://127.0.0.1:7077"], {}, "spark://127.0.0.1:7077"),
+        ([], {"CHAOS_SPARK_MASTER": " sc://127.0.0.1:15002 "}, "sc://127.0.0.1:15002"),
+        (["--chaos-spark-master", "local[1]"], {"CHAOS_SPARK_MASTER": "local[4]"}, "local[1]"),
+    ],
+    ids=["default", "option", "env", "option-wins"],
+)
+def test_the_spark_master_reaches_scenario_runs_and_the_header(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    env: dict[str, str],
+    master: str,
+) -> None:
+    import chaos.audit.spark
+
+    started: list[str] = []
+    monkeypatch.setattr(chaos.audit.spark, "start_in_background", started.append)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    _scenario_tests(
+        pytester,
+        f"""
+        def test_master(scenario_run):
+            assert scenario_run(S, "v").spark_master == {master!r}
+        """,
+    )
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"chaos: seed *, audit engine spark on {master.replace('[', '[[]')}"])
+    assert started == [master]  # the background start goes to the same master
 
 
 def test_no_spark_is_started_for_a_session_without_scenario_runs(
