@@ -137,6 +137,19 @@ def _spark(rd: RunDir, master: str, topic: TopicSource | None, options: AuditOpt
             log.count()
         except Exception as exc:
             facts = spark_audit(history, None, options)[runs[0]]
-            problems = tuple(sorted({*facts.problems, f"topic unreadable: {type(exc).__name__}"}))
+            problems = tuple(sorted({*facts.problems, _unreadable(exc, master)}))
             return AuditFacts(facts.run_id, facts.anomalies, facts.availability, facts.totals, problems)
     return spark_audit(history, log, options)[runs[0]]
+
+
+def _unreadable(exc: Exception, master: str) -> str:
+    """The problem a topic Spark could not read gives the audit; how to fix it when the Spark behind
+    ``master`` (a Connect server, a cluster) lacks the Kafka connector."""
+    found = f"topic unreadable: {type(exc).__name__}"
+    text = str(exc)
+    if "kafka" in text.lower() and ("DATA_SOURCE_NOT_FOUND" in text or "Failed to find" in text):
+        found += (
+            f" (the Spark behind {master} has no Kafka connector: start it with "
+            '--jars "$(chaos jars list | paste -sd, -)")'
+        )
+    return found
