@@ -68,8 +68,10 @@ spark-cluster: provision
 	$(BIN)/pytest $(SPARK_CLUSTER) $(PYTEST_ARGS)
 
 ## The catalog on every supported Kafka version, the group cases under the consumer protocol on Kafka 4, and
-## the Java-client cases (D1, ISR2, MPI1, MD3, O6 on kafka-clients of 4.4.0) (≈ 15 min per version here): one report tree per column under reports-matrix/, then their table
-## (docs/matrix.md). A column that failed is still tabled; the exit status says one did.
+## the Java-client cases (D1, ISR2, MPI1, MD3, O6 on kafka-clients of 4.4.0) (≈ 27 min per version here): one
+## report tree per column under reports-matrix/, then their table (docs/matrix.md). Every column draws its
+## fault plans from the same seed (CHAOS_SEED, as `make chaos`). A column that failed is still tabled; the exit
+## status says one did.
 MATRIX_DIR := reports-matrix
 MATRIX_VERSIONS := 3.9.2 4.0.2 4.1.1 4.4.0
 MATRIX_CONSUMER_VERSIONS := 4.1.1 4.4.0
@@ -81,16 +83,16 @@ MATRIX_JAVA_CASES := scenarios/test_d1_ack_timeout_duplicates.py scenarios/test_
 matrix: provision
 	@status=0; columns=""; \
 	for v in $(MATRIX_VERSIONS); do \
-	  $(BIN)/pytest -m chaos --kafka-version $$v --chaos-report-dir $(MATRIX_DIR)/kafka-$$v $(PYTEST_ARGS) || status=1; \
+	  CHAOS_SEED=$(CHAOS_SEED) $(BIN)/pytest -m chaos --kafka-version $$v --chaos-report-dir $(MATRIX_DIR)/kafka-$$v $(PYTEST_ARGS) || status=1; \
 	  columns="$$columns kafka-$$v=$(MATRIX_DIR)/kafka-$$v"; \
 	done; \
 	for v in $(MATRIX_CONSUMER_VERSIONS); do \
-	  $(BIN)/pytest -m chaos $(MATRIX_GROUP_CASES) --kafka-version $$v --chaos-group-protocol consumer \
+	  CHAOS_SEED=$(CHAOS_SEED) $(BIN)/pytest -m chaos $(MATRIX_GROUP_CASES) --kafka-version $$v --chaos-group-protocol consumer \
 	    --chaos-report-dir $(MATRIX_DIR)/kafka-$$v-consumer $(PYTEST_ARGS) || status=1; \
 	  columns="$$columns kafka-$$v-consumer=$(MATRIX_DIR)/kafka-$$v-consumer"; \
 	done; \
 	for v in $(MATRIX_JAVA_VERSIONS); do \
-	  $(BIN)/pytest -m chaos $(MATRIX_JAVA_CASES) --kafka-version $$v --chaos-client java \
+	  CHAOS_SEED=$(CHAOS_SEED) $(BIN)/pytest -m chaos $(MATRIX_JAVA_CASES) --kafka-version $$v --chaos-client java \
 	    --chaos-report-dir $(MATRIX_DIR)/kafka-$$v-java $(PYTEST_ARGS) || status=1; \
 	  columns="$$columns kafka-$$v-java=$(MATRIX_DIR)/kafka-$$v-java"; \
 	done; \
