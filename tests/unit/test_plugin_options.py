@@ -256,22 +256,46 @@ def _scenario_tests(pytester: pytest.Pytester, tests: str) -> None:
     pytester.makepyfile(textwrap.dedent(scenario) + textwrap.dedent(tests))
 
 
+def _spark_starts(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> list[str]:
+    """Set ``env``; returns the list the session's background Spark starts are recorded in (the master of
+    each), instead of starting a JVM."""
+    import chaos.audit.spark
+
+    started: list[str] = []
+    monkeypatch.setattr(chaos.audit.spark, "start_in_background", started.append)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return started
+
+
 @pytest.mark.parametrize(
-    ("args", "env", "engine"),
+    ("args", "env", "engine", "master"),
     [
-        ([], {}, "spark"),
-        (["--chaos-audit-engine", "reference"], {}, "reference"),
-        ([], {"CHAOS_AUDIT_ENGINE": " Reference "}, "reference"),
-        (["--chaos-audit-engine", "spark"], {"CHAOS_AUDIT_ENGINE": "reference"}, "spark"),
+        ([], {}, "spark", "local[2]"),
+        (["--chaos-audit-engine", "reference"], {}, "reference", "local[2]"),
+        ([], {"CHAOS_AUDIT_ENGINE": " Reference "}, "reference", "local[2]"),
+        (["--chaos-audit-engine", "spark"], {"CHAOS_AUDIT_ENGINE": "reference"}, "spark", "local[2]"),
+        (["--chaos-spark-master", "spark://127.0.0.1:7077"], {}, "spark", "spark://127.0.0.1:7077"),
+        ([], {"CHAOS_SPARK_MASTER": " sc://127.0.0.1:15002 "}, "spark", "sc://127.0.0.1:15002"),
+        (["--chaos-spark-master", "local[1]"], {"CHAOS_SPARK_MASTER": "local[4]"}, "spark", "local[1]"),
     ],
-    ids=["default", "option", "env", "option-wins"],
+    ids=[
+        "default",
+        "engine",
+        "CHAOS_AUDIT_ENGINE",
+        "engine-wins",
+        "master",
+        "CHAOS_SPARK_MASTER",
+        "master-wins",
+    ],
 )
-def test_the_audit_engine_reaches_scenario_runs(
+def test_the_audit_engine_and_spark_master_reach_scenario_runs_and_the_header(
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
     args: list[str],
     env: dict[str, str],
     engine: str,
+    master: str,
 ) -> None:
     import chaos.audit.spark
 
@@ -285,51 +309,19 @@ def test_the_audit_engine_reaches_scenario_runs(
         def test_engine(scenario_run):
             assert scenario_run(S, "v").engine == {engine!r}
             assert scenario_run(S, "v", engine="reference").engine == "reference"
+            assert scenario_run(S, "v").spark_master == {master!r}
 
         def test_without_a_run():
             pass
         """,
     )
-    pytester.runpytest(*args).assert_outcomes(passed=2)
-    # Spark's JVM starts as the session starts (its start overlaps the first cluster's), only when a
-    # scenario run will audit with it
-    assert started == (["local[2]"] if engine == "spark" else [])
-
-
-@pytest.mark.parametrize(
-    ("args", "env", "master"),
-    [
-        ([], {}, "local[2]"),
-        (["--chaos-spark-master", "spark://127.0.0.1:7077"], {}, "spark://127.0.0.1:7077"),
-        ([], {"CHAOS_SPARK_MASTER": " sc://127.0.0.1:15002 "}, "sc://127.0.0.1:15002"),
-        (["--chaos-spark-master", "local[1]"], {"CHAOS_SPARK_MASTER": "local[4]"}, "local[1]"),
-    ],
-    ids=["default", "option", "env", "option-wins"],
-)
-def test_the_spark_master_reaches_scenario_runs_and_the_header(
-    pytester: pytest.Pytester,
-    monkeypatch: pytest.MonkeyPatch,
-    args: list[str],
-    env: dict[str, str],
-    master: str,
-) -> None:
-    import chaos.audit.spark
-
-    started: list[str] = []
-    monkeypatch.setattr(chaos.audit.spark, "start_in_background", started.append)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    _scenario_tests(
-        pytester,
-        f"""
-        def test_master(scenario_run):
-            assert scenario_run(S, "v").spark_master == {master!r}
-        """,
-    )
     result = pytester.runpytest(*args)
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"chaos: seed *, audit engine spark on {master.replace('[', '[[]')}"])
-    assert started == [master]  # the background start goes to the same master
+    result.assert_outcomes(passed=2)
+    on = f" on {master.replace('[', '[[]')}" if engine == "spark" else ""  # [[] is fnmatch's literal [
+    result.stdout.fnmatch_lines([f"chaos: seed *, audit engine {engine}{on}"])
+    # Spark's JVM starts as the session starts (its start overlaps the first cluster's), on the runs'
+    # master, only when a scenario run will audit with it
+    assert started == ([master] if engine == "spark" else [])
 
 
 def test_no_spark_is_started_for_a_session_without_scenario_runs(
