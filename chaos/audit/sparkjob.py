@@ -275,23 +275,23 @@ def _local_frame(spark: Any, rows: list[tuple[Any, ...]], ddl: str) -> DataFrame
 @contextlib.contextmanager
 def _cancelled_after(spark: Any, timeout_s: float) -> Iterator[None]:
     """Cancel the Spark jobs this thread starts in the block once ``timeout_s`` has passed (again every
-    second, for jobs started after), and turn the failure that follows into an :class:`AuditError`.
-    Operation tags, so that it works the same on a JVM driver and on a Spark Connect server."""
+    second, for jobs started after), and turn the failure that follows into an :class:`AuditError`."""
     tag = f"chaos-audit-{uuid.uuid4().hex[:12]}"
     expired, done = threading.Event(), threading.Event()
+    add, interrupt, remove = _job_tags(spark)
 
     def cancel() -> None:
         expired.set()
         while not done.is_set():
             try:
-                spark.interruptTag(tag)
+                interrupt(tag)
             except Exception:  # the JVM (or the server) is gone: nothing left to cancel
                 return
             done.wait(_CANCEL_EVERY_S)
 
     timer = threading.Timer(timeout_s, cancel)
     timer.daemon = True
-    spark.addTag(tag)
+    add(tag)
     timer.start()
     try:
         yield
@@ -307,7 +307,17 @@ def _cancelled_after(spark: Any, timeout_s: float) -> Iterator[None]:
         done.set()
         timer.cancel()
         with contextlib.suppress(Exception):  # a JVM that died must not hide why
-            spark.removeTag(tag)
+            remove(tag)
+
+
+def _job_tags(spark: Any) -> tuple[Callable[[str], Any], Callable[[str], Any], Callable[[str], Any]]:
+    """``(add, interrupt, remove)`` of job tags for ``spark``. A Spark Connect session has only its
+    session's operation tags (the server's, seen from any thread); a JVM driver's session tags are
+    thread-local there — the timer's thread would find none to interrupt — so it uses the SparkContext's."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return spark.addTag, spark.interruptTag, spark.removeTag
+    sc = spark.sparkContext
+    return sc.addJobTag, sc.cancelJobsWithTag, sc.removeJobTag
 
 
 def _parts(
