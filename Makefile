@@ -18,8 +18,9 @@ provision: setup
 ## random mix) is fixed so that the gate runs the same plans run after run: `make chaos CHAOS_SEED=` draws a
 ## random one (printed in the header), `CHAOS_SEED=N` or `--chaos-seed N` in PYTEST_ARGS another.
 CHAOS_SEED ?= 2086958710
+CHAOS_PYTEST = CHAOS_SEED=$(CHAOS_SEED) $(BIN)/pytest -m chaos
 chaos: provision
-	CHAOS_SEED=$(CHAOS_SEED) $(BIN)/pytest -m chaos $(PYTEST_ARGS)
+	$(CHAOS_PYTEST) $(PYTEST_ARGS)
 
 ## Lint, type-check and run the whole test suite — the unit tests first, in a process (and Spark JVM) of
 ## their own, then the real-cluster tests (their runs audited by the reference engine:
@@ -83,16 +84,16 @@ MATRIX_JAVA_CASES := scenarios/test_d1_ack_timeout_duplicates.py scenarios/test_
 matrix: provision
 	@status=0; columns=""; \
 	for v in $(MATRIX_VERSIONS); do \
-	  CHAOS_SEED=$(CHAOS_SEED) $(BIN)/pytest -m chaos --kafka-version $$v --chaos-report-dir $(MATRIX_DIR)/kafka-$$v $(PYTEST_ARGS) || status=1; \
+	  $(CHAOS_PYTEST) --kafka-version $$v --chaos-report-dir $(MATRIX_DIR)/kafka-$$v $(PYTEST_ARGS) || status=1; \
 	  columns="$$columns kafka-$$v=$(MATRIX_DIR)/kafka-$$v"; \
 	done; \
 	for v in $(MATRIX_CONSUMER_VERSIONS); do \
-	  CHAOS_SEED=$(CHAOS_SEED) $(BIN)/pytest -m chaos $(MATRIX_GROUP_CASES) --kafka-version $$v --chaos-group-protocol consumer \
+	  $(CHAOS_PYTEST) $(MATRIX_GROUP_CASES) --kafka-version $$v --chaos-group-protocol consumer \
 	    --chaos-report-dir $(MATRIX_DIR)/kafka-$$v-consumer $(PYTEST_ARGS) || status=1; \
 	  columns="$$columns kafka-$$v-consumer=$(MATRIX_DIR)/kafka-$$v-consumer"; \
 	done; \
 	for v in $(MATRIX_JAVA_VERSIONS); do \
-	  CHAOS_SEED=$(CHAOS_SEED) $(BIN)/pytest -m chaos $(MATRIX_JAVA_CASES) --kafka-version $$v --chaos-client java \
+	  $(CHAOS_PYTEST) $(MATRIX_JAVA_CASES) --kafka-version $$v --chaos-client java \
 	    --chaos-report-dir $(MATRIX_DIR)/kafka-$$v-java $(PYTEST_ARGS) || status=1; \
 	  columns="$$columns kafka-$$v-java=$(MATRIX_DIR)/kafka-$$v-java"; \
 	done; \

@@ -255,9 +255,9 @@ class _Options:
     seed: int
     cluster: ClusterConfig
     group_protocol: GroupProtocol
+    spark_master: str
     audit_engine: Engine = "spark"
     client: str = "librdkafka"
-    spark_master: str = "local[2]"
     duration_s: float | None = None
     plan: Plan | None = None
 

@@ -65,14 +65,16 @@ MIN_FINDING_S = 300.0
 ROTATE_S = 20.0
 QUIET = 0.2
 CONCURRENCY = 2
-STREAMS: dict[str, tuple[str, ...]] = {"mixed": ("idempotent", "at_least_once")}
-"""Per variant, each producer's own client profile: each is a stream the audit judges by that profile's
-guarantee (the other variants' producers run the variant's)."""
-ORDERED: tuple[tuple[str, object], ...] = (("max.in.flight.requests.per.connection", 1),)
-STREAM_OVERRIDES: dict[str, tuple[tuple[tuple[str, object], ...], ...]] = {"mixed": ((), ORDERED)}
-"""Per variant, settings laid over each producer's profile. The plain producer keeps one request in flight:
-without idempotence, a retry behind a later request reorders a partition (O1), which no guarantee accepts
-— found on Kafka 4.0.2 (session 18: 2 ``reordered`` of ``producer-1``'s with 5 in flight)."""
+Settings = tuple[tuple[str, object], ...]
+ORDERED: Settings = (("max.in.flight.requests.per.connection", 1),)
+STREAMS: dict[str, tuple[tuple[str, Settings], ...]] = {
+    "mixed": (("idempotent", ()), ("at_least_once", ORDERED))
+}
+"""Per variant, each producer's own client profile and the settings laid over it: each is a stream the audit
+judges by that profile's guarantee (the other variants' producers run the variant's). The plain producer
+keeps one request in flight: without idempotence, a retry behind a later request reorders a partition (O1),
+which no guarantee accepts — found on Kafka 4.0.2 (session 18: 2 ``reordered`` of ``producer-1``'s with 5
+in flight)."""
 SETTLE_S = 120.0
 """Bound on each wait after the plan: the brokers agreeing, the group catching up."""
 TRANSFORMED = {"mixed"}
@@ -142,18 +144,19 @@ def test_random(run: ScenarioRun) -> None:
     workload_s = length_s + 4 * SETTLE_S  # the producers are stopped when the plan is done
     for m in range(MEMBERS):
         run.member(f"consumer-{m}", duration_s=workload_s)
-    profiles = STREAMS.get(run.variant.name, (None,) * PRODUCERS)
-    overrides = STREAM_OVERRIDES.get(run.variant.name, ((),) * PRODUCERS)
+    streams: tuple[tuple[str | None, Settings], ...] = STREAMS.get(
+        run.variant.name, ((None, ()),) * PRODUCERS
+    )
     producers = [
         run.producer(
             f"producer-{p}",
             rate=RATE,
             duration_s=workload_s,
             flush_timeout_s=30.0,
-            client=profiles[p],
-            overrides=overrides[p],
+            client=profile,
+            overrides=overrides,
         )
-        for p in range(PRODUCERS)
+        for p, (profile, overrides) in enumerate(streams)
     ]
     if run.variant.name in TRANSFORMED:
         producers.append(_transform(run, workload_s))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chaos.audit.connector import ensure_connector_jars
-from chaos.errors import ConfigError, ToolMissing
+from chaos.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -129,18 +129,12 @@ def is_connect(master: str) -> bool:
 
 
 def _connect_session(url: str) -> SparkSession:
-    """A session on the Spark Connect server at ``url``. The server owns the JVM and its settings (its
-    classpath must hold the Kafka connector to read a topic: docs/spark-cluster.md); only the job's
-    shuffle width is set per session."""
+    """A session on the Spark Connect server at ``url`` (its client's packages are checked with the URL:
+    :func:`check_master`). The server owns the JVM and its settings (its classpath must hold the Kafka
+    connector to read a topic: docs/spark-cluster.md); only the job's shuffle width is set per session."""
     from pyspark.sql import SparkSession
 
-    try:
-        builder = SparkSession.builder.remote(url)
-    except ImportError as exc:  # pyspark's Connect client needs grpcio, pandas… (the lock pins them)
-        raise ToolMissing(
-            f"Spark Connect ({url}) needs PySpark's Connect client: {exc}",
-            "pip install 'chaos-harness[connect]' (`make setup` installs it here), or audit on a JVM master",
-        ) from exc
+    builder = SparkSession.builder.remote(url)
     session: SparkSession = builder.config("spark.sql.shuffle.partitions", "16").getOrCreate()
     return session
 
