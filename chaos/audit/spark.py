@@ -123,6 +123,11 @@ def check_master(master: str) -> str:
     return master
 
 
+def is_connect_session(spark: object) -> bool:
+    """Whether ``spark`` is a Spark Connect client's session (no JVM here: no SparkContext)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def is_connect(master: str) -> bool:
     """Whether ``master`` is a Spark Connect URL (``sc://host:port``), not a master for a JVM driver."""
     return master.startswith(CONNECT_SCHEME)

@@ -1,0 +1,70 @@
+"""The session settings one Spark audit runs with, from the size of its history.
+
+A fixed width fits one size only: the 16 shuffle partitions and 16 input splits a 1M-record history wants
+made a scenario run's audit (a few thousand events) run ~475 tasks of a few milliseconds each, most of its
+~13 s warm (docs/audit.md, "Per-run cost"). :func:`sized` sets both for one audit from the history's row
+count — and, for a history small enough that compiling whole-stage code for the job's ~80 stages costs more
+than it saves, turns that off (a 2,000-record run's warm audit: ~11 s -> ~8 s; even at 100,000 records) —
+and puts the session's own values back after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any, Final
+
+from chaos.audit.spark import is_connect_session
+
+SHUFFLE_PARTITIONS: Final = "spark.sql.shuffle.partitions"
+MIN_SPLITS: Final = "spark.sql.files.minPartitionNum"
+MAX_WIDTH: Final = 16
+"""The widest the audit goes on its own (the 10M-record benchmark's setting: docs/audit.md, "Benchmark")."""
+ROWS_PER_SHUFFLE_PARTITION: Final = 750_000
+ROWS_PER_SPLIT: Final = 187_500
+WHOLE_STAGE_CODEGEN: Final = "spark.sql.codegen.wholeStage"
+INTERPRETED_BELOW_ROWS: Final = 150_000
+"""Histories of fewer events are audited without whole-stage code generation."""
+
+
+def audit_settings(rows: int, parallelism: int) -> dict[str, str]:
+    """The session settings an audit of ``rows`` history events on ``parallelism`` task slots runs with."""
+    shuffles, splits = audit_width(rows, parallelism)
+    settings = {SHUFFLE_PARTITIONS: str(shuffles), MIN_SPLITS: str(splits)}
+    if rows < INTERPRETED_BELOW_ROWS:
+        settings[WHOLE_STAGE_CODEGEN] = "false"
+    return settings
+
+
+def audit_width(rows: int, parallelism: int) -> tuple[int, int]:
+    """``(shuffle partitions, input splits)`` for a history of ``rows`` events on ``parallelism`` task
+    slots: never fewer than the slots, never more than :data:`MAX_WIDTH` unless the slots are more."""
+    widest = max(MAX_WIDTH, parallelism)
+
+    def width(per: int) -> int:
+        return min(widest, max(parallelism, math.ceil(rows / per)))
+
+    return width(ROWS_PER_SHUFFLE_PARTITION), width(ROWS_PER_SPLIT)
+
+
+@contextlib.contextmanager
+def sized(history: Any) -> Iterator[None]:
+    """Within the block, the session of ``history`` (a DataFrame) runs with :func:`audit_settings`. A
+    Spark Connect session is left as its server is configured (its slots are not visible from here)."""
+    spark = history.sparkSession
+    if is_connect_session(spark):
+        yield
+        return
+    settings = audit_settings(history.count(), spark.sparkContext.defaultParallelism)
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
