@@ -187,7 +187,7 @@ def _streams(values: tuple[str, ...]) -> dict[str, str]:
 
 
 @cli.command()
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_dir")
 @click.option(
     "--spark-master",
     default="local[*]",
@@ -213,6 +213,12 @@ def _streams(values: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option("--bootstrap", default=None, help="Read the topic through Kafka (default: the drain's reads).")
 @click.option("--topic", "topics", multiple=True, help="Topic to read with --bootstrap (repeatable).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write audit.json here (default: RUN_DIR/audit.json; needed when RUN_DIR is a URI).",
+)
 def audit(
     run_dir: str,
     spark_master: str,
@@ -221,14 +227,32 @@ def audit(
     streams: dict[str, str],
     bootstrap: str | None,
     topics: tuple[str, ...],
+    out: Path | None,
 ) -> None:
-    """Audit a saved run, write RUN_DIR/audit.json; exit 0 pass, 1 fail, 3 unknown, 2 bad input."""
-    from chaos.audit.run import TopicSource
+    """Audit a saved run, write RUN_DIR/audit.json; exit 0 pass, 1 fail, 3 unknown, 2 bad input.
+
+    RUN_DIR is a local run directory, or a URI Spark's file systems read (file://, hdfs://, s3a://… as
+    your Spark has connectors for; Spark engine only, and audit.json goes to --out)."""
+    from chaos.audit.run import TopicSource, is_uri
     from chaos.gate.auditfile import audit_path, write_audit
     from chaos.gate.run import audit_run
     from chaos.run.files import RunFileError
 
-    _check_auditable(Path(run_dir))
+    if is_uri(run_dir):
+        if engine != "spark":
+            raise click.BadParameter(
+                f"{run_dir} is a URI, which only the Spark engine reads: --engine spark, or copy the run "
+                "here and audit the copy",
+                param_hint="RUN_DIR",
+            )
+        if out is None:
+            raise click.BadParameter(
+                f"{run_dir} is a URI and audit.json is written locally: say where with --out FILE",
+                param_hint="--out",
+            )
+    else:
+        _check_auditable(Path(run_dir), writes=out is None)
+    target = out if out is not None else audit_path(run_dir)
     topic = TopicSource(bootstrap, topics) if bootstrap else None
     result = audit_run(
         run_dir,
@@ -240,14 +264,14 @@ def audit(
         streams=streams,
     )
     try:
-        write_audit(run_dir, result)
+        write_audit(run_dir, result, path=target)
     except OSError as exc:
         raise RunFileError(
-            f"cannot write {audit_path(run_dir)}: {exc.strerror or exc}; free space or make {run_dir} "
+            f"cannot write {target}: {exc.strerror or exc}; free space or make {target.parent} "
             "writable, then run `chaos audit` again"
         ) from None
     colour = {"pass": "green", "fail": "red", "unknown": "yellow"}[result.verdict]
-    console.print(f"[{colour}]{result.verdict}[/{colour}] ({guarantee}, {engine}): {audit_path(run_dir)}")
+    console.print(f"[{colour}]{result.verdict}[/{colour}] ({guarantee}, {engine}): {target}")
     for name, count in result.facts.counts().items():
         if count:
             mark = "fails" if name in result.failed_by else "expected"
@@ -258,13 +282,15 @@ def audit(
         sys.exit(VERDICT_EXIT[result.verdict])
 
 
-def _check_auditable(path: Path) -> None:
-    """Refuse (exit 2, nothing written) a directory that is not one run's, or that ``audit.json`` cannot be
-    written to — before an audit that may take minutes."""
+def _check_auditable(path: Path, *, writes: bool = True) -> None:
+    """Refuse (exit 2, nothing written) a directory that is not one run's, or (``writes``) that
+    ``audit.json`` cannot be written to — before an audit that may take minutes."""
     import tempfile
 
     from chaos.report.render import find_runs, is_run_dir
 
+    if not path.is_dir():
+        raise click.BadParameter(f"{path} is not a directory", param_hint="RUN_DIR")
     if not is_run_dir(path):
         runs = find_runs(path)
         hint = (
@@ -276,14 +302,16 @@ def _check_auditable(path: Path) -> None:
             f"{path} is not a run directory (no history/, scenario.json or audit.json); {hint}",
             param_hint="RUN_DIR",
         )
+    if not writes:
+        return
     try:
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as exc:
         raise click.BadParameter(
             f"{path} is not writable ({exc.strerror or exc}) and `chaos audit` writes audit.json into it; "
-            f"make it writable, or audit a copy: cp -r {shlex.quote(str(path))} /tmp/run && "
-            "chaos audit /tmp/run",
+            "make it writable, write it elsewhere with --out FILE, or audit a copy: "
+            f"cp -r {shlex.quote(str(path))} /tmp/run && chaos audit /tmp/run",
             param_hint="RUN_DIR",
         ) from None
 

@@ -7,14 +7,18 @@ the file.
 from __future__ import annotations
 
 import os
+import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from chaos.audit.model import DEFAULT_OPTIONS, ISOLATION_LEVELS, AuditFacts, AuditOptions, Isolation
-from chaos.errors import AuditError, ChaosError, HistoryError, ToolMissing
-from chaos.history.files import RunDir
+from chaos.errors import AuditError, ChaosError, ConfigError, HistoryError, ToolMissing
+from chaos.history.files import HISTORY_DIR, PARQUET_NAME, RunDir
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 Engine = Literal["spark", "reference"]
 JAVA_FIX = (
@@ -47,33 +51,83 @@ def audit_facts(
     topic: TopicSource | None = None,
     options: AuditOptions = DEFAULT_OPTIONS,
 ) -> AuditFacts:
-    """The facts of one run. A history that cannot be read gives facts with a problem (so verdict
-    ``unknown``), never an exception-free pass."""
+    """The facts of one run. ``run_dir`` is a local directory or a URI Spark's Hadoop file systems read
+    (``file://``, ``hdfs://``, ``s3a://`` … as the Spark in use has connectors for: :func:`is_uri`), which
+    only the Spark engine audits. A history that cannot be read gives facts with a problem (so verdict
+    ``unknown``), never an exception-free pass.
+
+    :raises ConfigError: a URI with the reference engine.
+    """
+    if isinstance(run_dir, str) and is_uri(run_dir):
+        if engine != "spark":
+            raise ConfigError(
+                f"{run_dir}: the reference engine reads local run directories only; audit it with "
+                "--engine spark, or copy the run here first"
+            )
+        uri = run_dir.rstrip("/")
+        name = uri.rsplit("/", 1)[-1]
+        return _or_unreadable(
+            name, lambda: _spark(lambda spark: _uri_history(spark, uri), master, topic, options)
+        )
     rd = RunDir.of(run_dir)
-    return _facts(rd, engine, master, topic, options)
+    return _or_unreadable(rd.path.name, lambda: _facts(rd, engine, master, topic, options))
 
 
-def _facts(
-    rd: RunDir, engine: Engine, master: str, topic: TopicSource | None, options: AuditOptions
-) -> AuditFacts:
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_uri(run_dir: str) -> bool:
+    """Whether ``run_dir`` names a run by URI (``scheme://…``) rather than by a local path."""
+    return _SCHEME.match(run_dir) is not None
+
+
+def _or_unreadable(run_id: str, audit: Callable[[], AuditFacts]) -> AuditFacts:
+    """``audit()``, or, when the history cannot be read, facts whose problem says so."""
     from chaos.audit.model import ANOMALIES, AnomalyReport, Availability, Totals
 
     try:
-        if not rd.has_history():
-            raise HistoryError(f"no history under {rd.path}")
-        if engine == "reference":
-            return _reference(rd, topic, options)
-        if engine == "spark":
-            return _spark(rd, master, topic, options)
-        raise AuditError(f"engine: expected spark or reference; got {engine!r}")
+        return audit()
     except HistoryError as exc:
         return AuditFacts(
-            rd.path.name,
+            run_id,
             tuple((name, AnomalyReport(0)) for name in ANOMALIES),
             Availability(None, None, None),
             Totals(0, 0, 0, 0, 0, 0),
             (f"history unreadable: {exc}",),
         )
+
+
+def _facts(
+    rd: RunDir, engine: Engine, master: str, topic: TopicSource | None, options: AuditOptions
+) -> AuditFacts:
+    if not rd.has_history():
+        raise HistoryError(f"no history under {rd.path}")
+    if engine == "reference":
+        return _reference(rd, topic, options)
+    if engine == "spark":
+        from chaos.history.reader import to_spark
+
+        return _spark(lambda spark: to_spark(spark, rd), master, topic, options)
+    raise AuditError(f"engine: expected spark or reference; got {engine!r}")
+
+
+def _uri_history(spark: SparkSession, uri: str) -> DataFrame:
+    """The compacted history under the run at ``uri``, read through Spark's Hadoop file systems."""
+    from chaos.audit.sparkjob import HISTORY_COLUMNS
+
+    path = f"{uri}/{HISTORY_DIR}/{PARQUET_NAME}"
+    try:
+        history = spark.read.parquet(path)
+        missing = sorted(set(HISTORY_COLUMNS) - set(history.columns))
+    except Exception as exc:  # pyspark's AnalysisException (no such path, no file system for the scheme)
+        raise HistoryError(
+            f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
+            "(a run read by URI needs its history compacted to Parquet — a closed run's is — and a Spark "
+            "with the scheme's file system on its classpath)"
+        ) from None
+    if missing:
+        raise HistoryError(f"{path} is not a chaos history: no columns {', '.join(missing)}")
+    return history
 
 
 def _reference(rd: RunDir, topic: TopicSource | None, options: AuditOptions) -> AuditFacts:
@@ -106,11 +160,15 @@ def java_command() -> str:
     return found
 
 
-def _spark(rd: RunDir, master: str, topic: TopicSource | None, options: AuditOptions) -> AuditFacts:
+def _spark(
+    history_of: Callable[[SparkSession], DataFrame],
+    master: str,
+    topic: TopicSource | None,
+    options: AuditOptions,
+) -> AuditFacts:
     from chaos.audit.source import drain_log, read_topic
     from chaos.audit.spark import check_master, is_connect, spark_session
     from chaos.audit.sparkjob import spark_audit
-    from chaos.history.reader import to_spark
 
     master = check_master(master)
     if not is_connect(master):  # a Connect server has the JVM; nothing starts here
@@ -124,10 +182,10 @@ def _spark(rd: RunDir, master: str, topic: TopicSource | None, options: AuditOpt
             f"Spark did not start on master {master!r}: {type(exc).__name__}: {exc}; `chaos doctor` checks "
             "Java and the connector jars, or audit without Spark: --engine reference"
         ) from exc
-    history = to_spark(spark, rd)
+    history = history_of(spark)
     runs: Sequence[str] = [r.run_id for r in history.select("run_id").distinct().collect()]
     if len(runs) != 1:
-        raise HistoryError(f"{rd.path}: expected one run in the history, found {sorted(runs)}")
+        raise HistoryError(f"expected one run in the history, found {sorted(runs)}")
     if topic is None:
         log = drain_log(history)
     else:

@@ -19,9 +19,10 @@ def audit_path(run_dir: str | os.PathLike[str]) -> Path:
     return Path(run_dir) / AUDIT_NAME
 
 
-def write_audit(run_dir: str | os.PathLike[str], result: AuditResult) -> Path:
-    """Write ``audit.json`` atomically (``AuditResult.to_json()``); returns its path."""
-    return write_atomic(audit_path(run_dir), result.to_json())
+def write_audit(run_dir: str | os.PathLike[str], result: AuditResult, *, path: Path | None = None) -> Path:
+    """Write ``audit.json`` atomically (``AuditResult.to_json()``) into ``run_dir``, or to ``path``;
+    returns where."""
+    return write_atomic(path if path is not None else audit_path(run_dir), result.to_json())
 
 
 def read_audit(run_dir: str | os.PathLike[str]) -> AuditResult | None:

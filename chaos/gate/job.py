@@ -17,10 +17,11 @@ from chaos.run.terms import GUARANTEES, HARNESS_ERROR_EXIT, VERDICT_EXIT
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Audit RUN_DIR with the Spark engine, write audit.json, print the verdict; exit 0 pass, 1 fail,
-    3 unknown, 2 a harness error or bad input."""
-    from chaos.audit.run import TopicSource
-    from chaos.gate.auditfile import audit_path
+    """Audit RUN_DIR (a local directory or a URI Spark reads: file://, hdfs://, s3a://…) with the Spark
+    engine, write audit.json (into RUN_DIR, or --out), print the verdict; exit 0 pass, 1 fail, 3 unknown,
+    2 a harness error or bad input."""
+    from chaos.audit.run import TopicSource, is_uri
+    from chaos.gate.auditfile import write_audit
     from chaos.gate.run import audit_run
 
     parser = argparse.ArgumentParser(prog="chaos.gate.job", description=main.__doc__)
@@ -31,9 +32,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topic", action="append", default=[])
     parser.add_argument("--group-isolation", choices=ISOLATION_LEVELS, default="read_committed")
     parser.add_argument("--max-examples", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=None, help="write audit.json here (needed for a URI)")
     args = parser.parse_args(argv)
     topic = TopicSource(args.bootstrap, tuple(args.topic)) if args.bootstrap else None
-    if not RunDir.of(Path(args.run_dir)).has_history():
+    if is_uri(args.run_dir):
+        if args.out is None:
+            print(f"error: {args.run_dir} is a URI: say where audit.json goes: --out FILE", file=sys.stderr)
+            return HARNESS_ERROR_EXIT
+    elif not RunDir.of(Path(args.run_dir)).has_history():
         print(
             f"error: {args.run_dir} holds no history (history/events.parquet): give the directory of "
             "one run, reports/tests/<test>/<run id>/",
@@ -48,11 +54,13 @@ def main(argv: list[str] | None = None) -> int:
             master=args.master,
             topic=topic,
             options=AuditOptions(args.group_isolation, args.max_examples),
+            write=False,
         )
     except ChaosError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return HARNESS_ERROR_EXIT
-    print(f"{result.verdict} ({result.guarantee}): {audit_path(args.run_dir)}")
+    written = write_audit(args.run_dir, result, path=args.out)
+    print(f"{result.verdict} ({result.guarantee}): {written}")
     return VERDICT_EXIT[result.verdict]
 
 
