@@ -13,6 +13,7 @@ setup:
 provision: setup
 	@$(BIN)/chaos images ensure
 	@$(BIN)/chaos jars ensure >/dev/null
+	@$(BIN)/chaos clean
 
 ## Run every chaos scenario (`pytest -m chaos` at the root) and write reports/. The fault plans' seed (RN1's
 ## random mix) is fixed so that the gate runs the same plans run after run: `make chaos CHAOS_SEED=` draws a
