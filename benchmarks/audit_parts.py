@@ -1,0 +1,134 @@
+"""Where the Spark audit's time goes: each part of the job forced on its own, on a synthetic clean run.
+
+    python benchmarks/audit_parts.py --records 1000000 [--master 'local[*]'] [--driver-memory 4g]
+
+Builds the job's frames as :func:`chaos.audit.sparkjob.spark_audit` does (the same private functions, in the
+same order), persists the shared ones, then forces each part alone and prints its seconds; last the union
+of every part in one collect, as the audit's final action. Each part's figure includes its reads of the
+persisted frames, so the parts do not add up to the union. The run is generated as ``make bench`` generates
+it (:func:`benchmarks.audit_bench.generate`) into a temporary directory. Timed alone (it uses every core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.audit_bench import generate  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--driver-memory", default="4g")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="audit-parts-") as tmp:
+        run = Path(tmp) / "run"
+        run.mkdir()
+        generate(run, args.records)
+        profile(run, args.master, args.driver_memory)
+    return 0
+
+
+def profile(run: Path, master: str, driver_memory: str) -> None:
+    """Print each part's seconds for the run at ``run`` (history + ``log.parquet``)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import DataFrame, Window
+    from pyspark.sql import functions as F
+
+    import chaos.audit.sparkjob as job
+    from chaos.audit.model import DEFAULT_OPTIONS, RESET_OPERATIONS
+    from chaos.audit.sizing import sized
+    from chaos.audit.spark import spark_session
+    from chaos.history.reader import to_spark
+
+    spark = spark_session(master, driver_memory=driver_memory)
+    spark.sparkContext.setLogLevel("ERROR")
+    started = last = time.monotonic()
+
+    def timed(label: str, force: Any) -> Any:
+        nonlocal last
+        value = force()
+        now = time.monotonic()
+        print(f"{now - last:8.1f} s  {label}", flush=True)
+        last = now
+        return value
+
+    def hold(frame: DataFrame) -> DataFrame:
+        return frame.persist(StorageLevel.MEMORY_AND_DISK)
+
+    h = to_spark(spark, run).select(*job.HISTORY_COLUMNS)
+    log = spark.read.parquet(str(run / "log.parquet")).select(*job.LOG_COLUMNS)
+    with sized(h):
+        kind = F.col("kind")
+        seek = (kind == "probe_call") & F.col("operation").isin(*sorted(RESET_OPERATIONS))
+        control = hold(h.where(kind.isin(*job._CONTROL_KINDS) | seek))
+        timed("control events (scan, persist)", control.count)
+        acks = hold(
+            h.where((kind == "send_outcome") & (F.col("outcome") == "ok")).select(
+                "run_id", "mono", "latency_ms"
+            )
+        )
+        timed("acks (scan, persist)", acks.count)
+        deliveries = hold(
+            h.where(kind == "delivery").select(
+                "run_id",
+                "topic",
+                "partition",
+                "offset",
+                "mono",
+                "index",
+                "process",
+                "member",
+                "value_id",
+                "ts",
+            )
+        )
+        timed("deliveries (scan, persist)", deliveries.count)
+        attempts, commits = job._txn_attempts(F, control)
+        per_value, _ = job._per_value(
+            F, Window, h, control, log, DEFAULT_OPTIONS, hold, attempts, fast_path=True, commits=commits
+        )
+        per_value = hold(per_value)
+        timed("per value (persist)", per_value.count)
+        windows = hold(job._fault_windows(F, control))
+        bounds = timed("fault windows, group bounds", lambda: job._group_bounds(F, control, deliveries))
+        polls = job._poll_order(
+            F, Window, control, deliveries, log, per_value, DEFAULT_OPTIONS, hold, spans=False
+        )
+        timed("poll order", polls.collect)
+        timed("send chains", job._send_chains(F, Window, per_value).collect)
+        outage, _window, stats, resumed = job._availability(
+            F, Window, h, acks, deliveries, per_value, windows
+        )
+        for label, part in (
+            ("outage", outage),
+            ("latency percentiles", stats),
+            ("first after heal", resumed),
+        ):
+            timed(label, part.collect)
+        for label, part in zip(
+            ("consumer walk", "lag series"),
+            job._consumer(F, Window, deliveries, per_value, bounds),
+            strict=True,
+        ):
+            timed(label, part.collect)
+        union = job._parts(
+            F, Window, h, control, acks, deliveries, per_value, windows, bounds, DEFAULT_OPTIONS, polls
+        )
+        timed("every part (union), one collect", union.collect)
+    print(f"{time.monotonic() - started:8.1f} s  in all")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
