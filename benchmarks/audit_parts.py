@@ -47,7 +47,7 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
     from pyspark.sql import functions as F
 
     import chaos.audit.sparkjob as job
-    from chaos.audit.model import DEFAULT_OPTIONS, RESET_OPERATIONS
+    from chaos.audit.model import DEFAULT_OPTIONS
     from chaos.audit.sizing import sized
     from chaos.audit.spark import spark_session
     from chaos.history.reader import to_spark
@@ -70,30 +70,9 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
     h = to_spark(spark, run).select(*job.HISTORY_COLUMNS)
     log = spark.read.parquet(str(run / "log.parquet")).select(*job.LOG_COLUMNS)
     with sized(h):
-        kind = F.col("kind")
-        seek = (kind == "probe_call") & F.col("operation").isin(*sorted(RESET_OPERATIONS))
-        control = hold(h.where(kind.isin(*job._CONTROL_KINDS) | seek))
+        control, acks, deliveries = job._scanned(F, h, hold)
         timed("control events (scan, persist)", control.count)
-        acks = hold(
-            h.where((kind == "send_outcome") & (F.col("outcome") == "ok")).select(
-                "run_id", "mono", "latency_ms"
-            )
-        )
         timed("acks (scan, persist)", acks.count)
-        deliveries = hold(
-            h.where(kind == "delivery").select(
-                "run_id",
-                "topic",
-                "partition",
-                "offset",
-                "mono",
-                "index",
-                "process",
-                "member",
-                "value_id",
-                "ts",
-            )
-        )
         timed("deliveries (scan, persist)", deliveries.count)
         attempts, commits = job._txn_attempts(F, control)
         per_value, _ = job._per_value(

@@ -206,19 +206,7 @@ def spark_audit(
 
     with _cancelled_after(spark, timeout_s), sized(h):
         try:
-            # each is one scan of the history, then read from memory by several parts
-            kind = F.col("kind")
-            seek = (kind == "probe_call") & F.col("operation").isin(*sorted(RESET_OPERATIONS))
-            control = hold(h.where(kind.isin(*_CONTROL_KINDS) | seek))  # few rows; seeks move a consumer
-            acks = hold(
-                h.where((F.col("kind") == "send_outcome") & (F.col("outcome") == "ok")).select(
-                    "run_id", "mono", "latency_ms"
-                )
-            )
-            delivery_columns = ("run_id", "topic", "partition", "offset", "mono", "index", "process")
-            deliveries = hold(
-                h.where(F.col("kind") == "delivery").select(*delivery_columns, "member", "value_id", "ts")
-            )
+            control, acks, deliveries = _scanned(F, h, hold)
             # about one row per value; four consumers read it, each shuffling only what it needs
             attempts, commits = _txn_attempts(F, control)
             per_value, scratch = _per_value(
@@ -251,6 +239,22 @@ def spark_audit(
             for df in held:
                 df.unpersist()
     return _facts(by_part, options, log_missing=log_missing, bounds=bounds, leaves=leaves)
+
+
+def _scanned(
+    F: Any, h: DataFrame, hold: Callable[[DataFrame], DataFrame]
+) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """``(control, acks, deliveries)``: each one scan of the history, held (``hold``) for the parts that
+    read it. ``control``: the few control events, and the seeks that move a consumer."""
+    kind = F.col("kind")
+    seek = (kind == "probe_call") & F.col("operation").isin(*sorted(RESET_OPERATIONS))
+    control = hold(h.where(kind.isin(*_CONTROL_KINDS) | seek))
+    acks = hold(
+        h.where((kind == "send_outcome") & (F.col("outcome") == "ok")).select("run_id", "mono", "latency_ms")
+    )
+    delivery_columns = ("run_id", "topic", "partition", "offset", "mono", "index", "process")
+    deliveries = hold(h.where(kind == "delivery").select(*delivery_columns, "member", "value_id", "ts"))
+    return control, acks, deliveries
 
 
 def _local_frame(spark: Any, rows: list[tuple[Any, ...]], ddl: str) -> DataFrame:
