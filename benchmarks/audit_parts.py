@@ -102,8 +102,10 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
             strict=True,
         ):
             timed(label, part.collect)
+        instances = hold(job._instances(F, Window, h, per_value, polls))
+        timed("anomaly instances (persist)", instances.count)
         union = job._parts(
-            F, Window, h, control, acks, deliveries, per_value, windows, bounds, DEFAULT_OPTIONS, polls
+            F, Window, h, control, acks, deliveries, per_value, windows, bounds, DEFAULT_OPTIONS, instances
         )
         timed("every part (union), one collect", union.collect)
     print(f"{time.monotonic() - started:8.1f} s  in all")

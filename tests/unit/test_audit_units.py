@@ -417,3 +417,40 @@ def test_spark_fast_path_only_takes_clean_values_and_steps_aside_on_topic_hash_c
     monkeypatch.setattr(sparkjob, "_topic_hash", lambda _F, _topic: F.lit(7))
     assert clean_value_ids(history, topic) == set()
     assert spark_audit(history, topic) == {"c": want}
+
+
+def test_spark_fast_path_steps_aside_when_values_share_a_key(
+    audit_spark: Any, clean_value_ids: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast path groups by a 64-bit key of the value id; values that share one are never clean (their
+    rows take the general path, keyed by the id itself), so the facts stay the reference's."""
+    from pyspark.sql import functions as F
+
+    from chaos.audit import sparkjob
+    from chaos.audit.sparkjob import spark_audit
+
+    events, log = _availability_run("k")
+    history = arrow_to_spark(audit_spark, history_table(events))
+    topic = arrow_to_spark(audit_spark, log_table(log, "k"))
+    assert clean_value_ids(history, topic) == {value_id_for("k", "p", 0)}
+    # every value of the run under one key: one group, two invokes or more, never clean
+    monkeypatch.setattr(sparkjob, "_value_key", lambda _F: F.lit(7).cast("long"))
+    assert clean_value_ids(history, topic) == set()
+    # two values under one key that no count tells apart — the delivered one and a foreign record at its
+    # position — are told apart by the second hash
+    monkeypatch.undo()
+    first = value_id_for("k", "p", 0)
+    log.append(LogRecord("t", 0, 0, "foreign", "read_committed"))
+    topic = arrow_to_spark(audit_spark, log_table(log, "k"))
+    want = reference_audit(events, log, run_id="k")
+    shared = F.col("value_id").isin(first, "foreign")
+    monkeypatch.setattr(
+        sparkjob,
+        "_value_key",
+        lambda _F: F.when(shared, F.lit(7).cast("long")).otherwise(F.xxhash64("value_id")),
+    )
+    assert clean_value_ids(history, topic) == set()
+    assert spark_audit(history, topic) == {"k": want}
+    # without it, the pair would pass for one clean value
+    monkeypatch.setattr(sparkjob, "_value_check", lambda _F: F.lit(0))
+    assert clean_value_ids(history, topic) == {first}
