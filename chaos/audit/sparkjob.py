@@ -12,28 +12,27 @@ How it runs — three Spark actions (and small ``collect``s: the fault events, t
 when a transaction has a ``begin``, one row per attempt; the group's first and last events, one row per
 run; the revoke / lost callbacks), no Python UDFs:
 
-1. **Per value** (:func:`_per_value`). First a hash aggregate per run and 64-bit key of the value id
-   over the history's value events and the log records — fixed-width keys, counters and minima/maxima
-   only, so Spark combines rows before the shuffle, never sorts and never compares id strings — finds the
-   **clean** values: one invoke, one ``ok`` outcome with its position, no transaction marker, one
-   delivery, log records only at that position (two values sharing a key are never clean:
-   :func:`_value_summary`). Their one output row comes from that summary and their invoke
-   (:func:`_clean_values`). Only the rows of the other values (none in a clean run; a count decides, so there is nothing to scan when there are none)
-   take the general path, :func:`_traced`: shuffled by a hash of ``(run_id, value_id)`` and sorted by it (a
-   long: the sort compares prefixes, not strings), then by source and position; two window passes over
-   each value give every row its predecessor and the value's summary (first invoke and outcome,
-   transaction status, deliveries, distinct log positions); each row then emits only what it adds — the
-   value's counts and per-value anomaly instances (lost, unseen, duplicated, aborted reads, duplicate
-   deliveries, unexpected records) on its first row, an observed position, a reorder-chain link. Both
-   paths give a clean value the same single row. That table is persisted and materialised (a count).
-   The anomaly instances (those decided per value, the send chains', the inconsistent offsets, the
-   poll checks') are materialised once too (:func:`_instances`): two parts read them.
-   Transactions (docs/audit.md, "Transactions"): the attempts are paired on the driver
-   (:func:`chaos.audit.model.txn_attempts`, the reference's function); the invokes of processes that
-   began one are sorted per process to find their span (:func:`_in_attempts`); the general path pairs each
-   invoke with its outcome and looks its ack position up in the value's log reads; what the log shows of
-   each attempt is collected (:func:`_attempt_states`, one row per attempt) and joins back before the
-   statuses and aborted reads are decided (:func:`_emitted`, same sort).
+1. **Per value** (:func:`_per_value`). First a hash aggregate per run and 64-bit key of the value id over
+   the history's value events and the log records — fixed-width keys, counters and minima/maxima only, so
+   Spark combines rows before the shuffle, never sorts and never compares id strings — finds the **clean**
+   values: one invoke, one ``ok`` outcome with its position, no transaction marker, one delivery, log
+   records only at that position (two values sharing a key are never clean: :func:`_value_summary`). Their
+   one output row comes from that summary and their invoke (:func:`_clean_values`). Only the rows of the
+   other values (none in a clean run; a count decides, so there is nothing to scan when there are none) take
+   the general path, :func:`_traced`: shuffled by a hash of ``(run_id, value_id)`` and sorted by it (a long:
+   the sort compares prefixes, not strings), then by source and position; two window passes over each value
+   give every row its predecessor and the value's summary (first invoke and outcome, transaction status,
+   deliveries, distinct log positions); each row then emits only what it adds — the value's counts and
+   per-value anomaly instances (lost, unseen, duplicated, aborted reads, duplicate deliveries, unexpected
+   records) on its first row, an observed position, a reorder-chain link. Both paths give a clean value the
+   same single row. That table is persisted and materialised (a count). The anomaly instances (those decided
+   per value, the send chains', the inconsistent offsets, the poll checks') are materialised once too
+   (:func:`_instances`): two parts read them. Transactions (docs/audit.md, "Transactions"): the attempts are
+   paired on the driver (:func:`chaos.audit.model.txn_attempts`, the reference's function); the invokes of
+   processes that began one are sorted per process to find their span (:func:`_in_attempts`); the general
+   path pairs each invoke with its outcome and looks its ack position up in the value's log reads; what the
+   log shows of each attempt is collected (:func:`_attempt_states`, one row per attempt) and joins back
+   before the statuses and aborted reads are decided (:func:`_emitted`, same sort).
 2. **Per check** (:func:`_parts`). The reorder chains and each producer's acks per partition
    (``reordered`` and ``nonmonotonic_send``: one window, :func:`_send_chains`) and the observed positions
    (inconsistent offsets: a distinct and a count, both hash aggregates) each shuffle only their rows; the
