@@ -12,27 +12,27 @@ How it runs — three Spark actions (and small ``collect``s: the fault events, t
 when a transaction has a ``begin``, one row per attempt; the group's first and last events, one row per
 run; the revoke / lost callbacks), no Python UDFs:
 
-1. **Per value** (:func:`_per_value`). First a hash aggregate per run and 64-bit key of the value id over
-   the history's value events and the log records — fixed-width keys, counters and minima/maxima only, so
-   Spark combines rows before the shuffle, never sorts and never compares id strings — finds the **clean**
-   values: one invoke, one ``ok`` outcome with its position, no transaction marker, one delivery, log
-   records only at that position (two values sharing a key are never clean: :func:`_value_summary`). Their
-   one output row comes from that summary and their invoke (:func:`_clean_values`). Only the rows of the
-   other values (none in a clean run; a count decides, so there is nothing to scan when there are none) take
-   the general path, :func:`_traced`: shuffled by a hash of ``(run_id, value_id)`` and sorted by it (a long:
-   the sort compares prefixes, not strings), then by source and position; two window passes over each value
-   give every row its predecessor and the value's summary (first invoke and outcome, transaction status,
-   deliveries, distinct log positions); each row then emits only what it adds — the value's counts and
-   per-value anomaly instances (lost, unseen, duplicated, aborted reads, duplicate deliveries, unexpected
-   records) on its first row, an observed position, a reorder-chain link. Both paths give a clean value the
-   same single row. That table is persisted and materialised (a count). The anomaly instances (those decided
-   per value, the send chains', the inconsistent offsets, the poll checks') are materialised once too
-   (:func:`_instances`): two parts read them. Transactions (docs/audit.md, "Transactions"): the attempts are
-   paired on the driver (:func:`chaos.audit.model.txn_attempts`, the reference's function); the invokes of
-   processes that began one are sorted per process to find their span (:func:`_in_attempts`); the general
-   path pairs each invoke with its outcome and looks its ack position up in the value's log reads; what the
-   log shows of each attempt is collected (:func:`_attempt_states`, one row per attempt) and joins back
-   before the statuses and aborted reads are decided (:func:`_emitted`, same sort).
+1. **Per value** (:func:`_per_value`). First a hash aggregate per ``(run_id, value_id)`` over the
+   history's value events and the log records — fixed-width counters and minima/maxima only, so Spark
+   combines rows before the shuffle and never sorts — finds the **clean** values: one invoke, one ``ok``
+   outcome with its position, no transaction marker, one delivery, log records only at that position.
+   Their one output row comes from that summary and their invoke (:func:`_clean_values`). Only the rows of
+   the other values (none in a clean run; a count decides, so there is nothing to scan when there are none)
+   take the general path, :func:`_traced`: shuffled by a hash of ``(run_id, value_id)`` and sorted by it (a
+   long: the sort compares prefixes, not strings), then by source and position; two window passes over
+   each value give every row its predecessor and the value's summary (first invoke and outcome,
+   transaction status, deliveries, distinct log positions); each row then emits only what it adds — the
+   value's counts and per-value anomaly instances (lost, unseen, duplicated, aborted reads, duplicate
+   deliveries, unexpected records) on its first row, an observed position, a reorder-chain link. Both
+   paths give a clean value the same single row. That table is persisted and materialised (a count).
+   The anomaly instances (those decided per value, the send chains', the inconsistent offsets, the poll
+   checks') are materialised once too (:func:`_instances`): two parts read them.
+   Transactions (docs/audit.md, "Transactions"): the attempts are paired on the driver
+   (:func:`chaos.audit.model.txn_attempts`, the reference's function); the invokes of processes that
+   began one are sorted per process to find their span (:func:`_in_attempts`); the general path pairs each
+   invoke with its outcome and looks its ack position up in the value's log reads; what the log shows of
+   each attempt is collected (:func:`_attempt_states`, one row per attempt) and joins back before the
+   statuses and aborted reads are decided (:func:`_emitted`, same sort).
 2. **Per check** (:func:`_parts`). The reorder chains and each producer's acks per partition
    (``reordered`` and ``nonmonotonic_send``: one window, :func:`_send_chains`) and the observed positions
    (inconsistent offsets: a distinct and a count, both hash aggregates) each shuffle only their rows; the
@@ -232,7 +232,7 @@ def spark_audit(
             spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
             polls = _poll_order(F, Window, control, deliveries, log, per_value, options, hold, spans=spans)
             instances = hold(_instances(F, Window, h, per_value, polls))
-            instances.count()
+            instances.count()  # two parts read them
             parts = _parts(
                 F, Window, h, control, acks, deliveries, per_value, windows, bounds, options, instances
             )
@@ -387,7 +387,7 @@ def _parts(
 def _instances(F: Any, Window: Any, h: DataFrame, per_value: DataFrame, polls: DataFrame | None) -> DataFrame:
     """Every anomaly instance: those decided per value, the send chains' (:func:`_send_chains`), the
     inconsistent offsets and ``polls`` (:func:`_poll_order`). Two parts read them (the examples and the
-    counts per producer), which prune different columns, so Spark would not share the work: the caller
+    counts per producer) and prune different columns, so Spark would not share the work: the caller
     materialises them once."""
     kind = F.col("kind")
     ordered_sends = _send_chains(F, Window, per_value)
@@ -586,13 +586,15 @@ def _per_value(
     summary = hold(_value_summary(F, h, log, rows))
     scratch.append(summary)
     clean = _clean_values(F, h, summary)
-    other = summary.where(~F.col("clean")).select(F.col("run_id").alias("o_run"), F.col("vk").alias("o_vk"))
+    other = summary.where(~F.col("clean")).select(
+        F.col("run_id").alias("o_run"), F.col("value_id").alias("o_id")
+    )
     n_other = other.count()
     if n_other == 0:
         return clean, scratch
     others = rows.join(
         F.broadcast(other) if n_other <= _BROADCAST_KEYS else other,
-        (F.col("run_id") == F.col("o_run")) & (_value_key(F) == F.col("o_vk")),
+        (F.col("run_id") == F.col("o_run")) & F.col("value_id").eqNullSafe(F.col("o_id")),
         "left_semi",
     )
     traced = _traced(F, Window, control, others, options, attempts, commits, hold, scratch)
@@ -732,26 +734,22 @@ def _in_attempts(F: Any, spark: Any, rows: DataFrame, attempts: dict[str, list[T
 
 
 def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> DataFrame:
-    """Per ``(run_id, vk)``, ``vk`` the value's 64-bit key (:func:`_value_key`): whether the value is
-    *clean* — one invoke made in no transaction, one ``ok`` outcome with its position, no transaction
-    marker, one delivery, log records only at that position and none observed aborted — and, for clean
-    values the outcome's numbers (``partition``, ``offset``, ``send_ts``, and the outcome's and the
-    delivery's ``mono``: ``out_mono``, ``out_index``, ``dl_mono``); the rest, the value id included, comes
-    from the invoke (:func:`_clean_values`).
+    """Per ``(run_id, value_id)``: whether the value is *clean* — one invoke made in no transaction, one
+    ``ok`` outcome with its position, no transaction marker, one delivery, log records only at that
+    position and none observed aborted — and, for clean values the outcome's numbers (``partition``,
+    ``offset``, ``send_ts``, and the outcome's and the delivery's ``mono``: ``out_mono``, ``out_index``,
+    ``dl_mono``); the rest comes from the invoke.
 
-    Only fixed-width keys and aggregates, so Spark hash-aggregates (partially, before the shuffle) on longs
-    instead of comparing value-id strings. Two values sharing a key are one group that is never clean: two
-    invokes, or two deliveries, or two distinct second hashes (:func:`_value_check`); their rows then take
-    the general path, keyed by the value id itself. Topics are compared through a 64-bit hash; a run where
-    two of its topics share a hash has no clean values. So the comparison stays exact.
+    Only fixed-width aggregates, so Spark hash-aggregates (partially, before the shuffle) instead of
+    sorting. Topics are compared through a 64-bit hash; a run where two of its topics share a hash has no
+    clean values, so the comparison stays exact.
     """
     kind, src = F.col("kind"), F.col("src")
     invoke, outcome = kind == "send_invoke", kind == "send_outcome"
     positioned = outcome | (src != _SEND)  # rows that carry a partition and offset
     topic_hash = _topic_hash(F, F.when(invoke, F.col("topic")).when(src != _SEND, F.col("lt")))
     narrow = rows.select(
-        "run_id", _value_key(F).alias("vk"), _value_check(F).alias("vc"),
-        F.col("value_id").isNull().cast("int").alias("n_null"),
+        "run_id", "value_id",
         invoke.cast("int").alias("n_inv"),
         outcome.cast("int").alias("n_out"),
         (outcome & (F.col("outcome") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull())
@@ -781,12 +779,9 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
         .select("run_id", F.lit(True).alias("collided"))
         .distinct()
     )
-    summary = narrow.groupBy("run_id", "vk").agg(
-        *(
-            F.sum(c).alias(c)
-            for c in ("n_null", "n_inv", "n_out", "n_ok", "n_txn", "n_dl", "n_log", "n_rc", "n_cov")
-        ),
-        *(f(c).alias(f"{f.__name__}_{c}") for c in ("p", "o", "th", "vc") for f in (F.min, F.max)),
+    summary = narrow.groupBy("run_id", "value_id").agg(
+        *(F.sum(c).alias(c) for c in ("n_inv", "n_out", "n_ok", "n_txn", "n_dl", "n_log", "n_rc", "n_cov")),
+        *(f(c).alias(f"{f.__name__}_{c}") for c in ("p", "o", "th") for f in (F.min, F.max)),
         F.min("out_ts").alias("send_ts"),
         *(F.min(c).alias(c) for c in ("out_mono", "out_index", "dl_mono")),
     )
@@ -794,14 +789,14 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
     # its one position was read at read_committed, or no read of it can be observed aborted
     not_aborted = (F.col("n_rc") >= one) | (F.col("n_cov") == 0)
     clean = (
-        (F.col("n_null") == 0) & (F.col("min_vc") == F.col("max_vc"))
+        F.col("value_id").isNotNull()
         & (F.col("n_inv") == one) & (F.col("n_out") == one) & (F.col("n_ok") == one)
         & (F.col("n_txn") == 0) & (F.col("n_dl") == one) & (F.col("n_log") >= one) & not_aborted
         & (F.col("min_p") == F.col("max_p")) & (F.col("min_o") == F.col("max_o"))
         & (F.col("min_th") == F.col("max_th")) & F.col("collided").isNull()
     )  # fmt: skip
     return summary.join(F.broadcast(collided), "run_id", "left").select(
-        "run_id", "vk", F.coalesce(clean, F.lit(False)).alias("clean"),
+        "run_id", "value_id", F.coalesce(clean, F.lit(False)).alias("clean"),
         F.col("min_p").cast("int").alias("partition"), F.col("min_o").alias("offset"), "send_ts",
         "out_mono", "out_index", "dl_mono",
     )  # fmt: skip
@@ -811,26 +806,15 @@ def _topic_hash(F: Any, topic: Any) -> Any:
     return F.xxhash64(topic)
 
 
-def _value_key(F: Any) -> Any:
-    """A row's value as a 64-bit key: what the fast path groups by."""
-    return F.xxhash64("run_id", "value_id")
-
-
-def _value_check(F: Any) -> Any:
-    """A second, independent hash of a row's value: differs inside a key that two values share."""
-    return F.hash("run_id", "value_id")
-
-
 def _clean_values(F: Any, h: DataFrame, summary: DataFrame) -> DataFrame:
     """The one row :func:`_traced` emits for a clean value, built from its summary and its invoke (producer,
     key, topic — strings a hash aggregate cannot carry — and seq): counts 1/1/0/1/1, the ack as observed
     position, chain link and readable record (made in no transaction: readable at its ack), and the
     end-to-end latency from the ack to the one delivery."""
     invokes = h.where((F.col("kind") == "send_invoke") & F.col("value_id").isNotNull()).select(
-        "run_id", _value_key(F).alias("vk"), "value_id", "topic", "producer", "key", "seq",
-        F.col("index").alias("sd_index"),
-    )  # fmt: skip
-    clean = summary.where(F.col("clean")).join(invokes.hint("shuffle_hash"), ["run_id", "vk"])
+        "run_id", "value_id", "topic", "producer", "key", "seq", F.col("index").alias("sd_index")
+    )
+    clean = summary.where(F.col("clean")).join(invokes.hint("shuffle_hash"), ["run_id", "value_id"])
     return clean.select(
         "run_id", "value_id",
         *(F.lit(n).cast("long").alias(c) for c, n in zip(_COUNTS, (1, 1, 0, 1, 1), strict=True)),

@@ -58,6 +58,6 @@ def clean_value_ids() -> Callable[[Any, Any], set[str]]:
 
         h, lg = history.select(*sparkjob.HISTORY_COLUMNS), log.select(*sparkjob.LOG_COLUMNS)
         summary = sparkjob._value_summary(F, h, lg, sparkjob._value_rows(F, h, h, lg))
-        return {r.value_id for r in sparkjob._clean_values(F, h, summary).collect()}
+        return {r.value_id for r in summary.where("clean").collect()}
 
     return clean
