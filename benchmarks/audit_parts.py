@@ -102,8 +102,9 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
             strict=True,
         ):
             timed(label, part.collect)
-        instances = hold(job._instances(F, Window, h, per_value, polls))
-        timed("anomaly instances (persist)", instances.count)
+        instances = timed(
+            "anomaly instances (persist)", lambda: job._instances(F, Window, h, per_value, polls, hold)
+        )
         union = job._parts(
             F, Window, h, control, acks, deliveries, per_value, windows, bounds, DEFAULT_OPTIONS, instances
         )

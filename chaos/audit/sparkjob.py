@@ -231,8 +231,7 @@ def spark_audit(
             by_part: dict[str, list[Any]] = defaultdict(list)
             spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
             polls = _poll_order(F, Window, control, deliveries, log, per_value, options, hold, spans=spans)
-            instances = hold(_instances(F, Window, h, per_value, polls))
-            instances.count()  # two parts read them
+            instances = _instances(F, Window, h, per_value, polls, hold)
             parts = _parts(
                 F, Window, h, control, acks, deliveries, per_value, windows, bounds, options, instances
             )
@@ -384,11 +383,18 @@ def _parts(
     return union
 
 
-def _instances(F: Any, Window: Any, h: DataFrame, per_value: DataFrame, polls: DataFrame | None) -> DataFrame:
+def _instances(
+    F: Any,
+    Window: Any,
+    h: DataFrame,
+    per_value: DataFrame,
+    polls: DataFrame,
+    hold: Callable[[DataFrame], DataFrame],
+) -> DataFrame:
     """Every anomaly instance: those decided per value, the send chains' (:func:`_send_chains`), the
-    inconsistent offsets and ``polls`` (:func:`_poll_order`). Two parts read them (the examples and the
-    counts per producer) and prune different columns, so Spark would not share the work: the caller
-    materialises them once."""
+    inconsistent offsets and ``polls`` (:func:`_poll_order`), held (``hold``) and materialised. Two parts
+    read them (the examples and the counts per producer) and prune different columns, so Spark would not
+    share the work between them."""
     kind = F.col("kind")
     ordered_sends = _send_chains(F, Window, per_value)
     # inconsistent offsets: a position observed holding two or more values (a foreign payload is one)
@@ -424,7 +430,9 @@ def _instances(F: Any, Window: Any, h: DataFrame, per_value: DataFrame, polls: D
         .unionByName(ordered_sends)
         .unionByName(inconsistent)
     )
-    return instances if polls is None else instances.unionByName(polls)
+    instances = hold(instances.unionByName(polls))
+    instances.count()
+    return instances
 
 
 def _send_chains(F: Any, Window: Any, per_value: DataFrame) -> DataFrame:
