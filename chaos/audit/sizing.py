@@ -3,9 +3,12 @@
 A fixed width fits one size only: the 16 shuffle partitions and 16 input splits a 1M-record history wants
 made a scenario run's audit (a few thousand events) run ~475 tasks of a few milliseconds each, most of its
 ~13 s warm (docs/audit.md, "Per-run cost"). :func:`sized` sets both for one audit from the history's row
-count — and, for a history small enough that compiling whole-stage code for the job's ~80 stages costs more
-than it saves, turns that off (a 2,000-record run's warm audit: ~11 s -> ~8 s; even at 100,000 records) —
-and puts the session's own values back after it.
+count — and, for a history small enough that compiling code for the job's ~80 stages costs more than it
+saves, turns code generation off: whole-stage code below :data:`INTERPRETED_BELOW_ROWS` events (a
+2,000-record run's warm audit: ~11 s -> ~8 s; even at 100,000 records), and below
+:data:`INTERPRETED_EXPRESSIONS_BELOW_ROWS` the generated projections, predicates and orderings too, which
+Spark then interprets (a 2,000-record run's first audit in a fresh JVM: 44.8 -> 37.8 s) — and puts the
+session's own values back after it.
 """
 
 from __future__ import annotations
@@ -24,8 +27,15 @@ MAX_WIDTH: Final = 16
 ROWS_PER_SHUFFLE_PARTITION: Final = 750_000
 ROWS_PER_SPLIT: Final = 187_500
 WHOLE_STAGE_CODEGEN: Final = "spark.sql.codegen.wholeStage"
+CODEGEN_FACTORY_MODE: Final = "spark.sql.codegen.factoryMode"
+"""How Spark makes projections, predicates and orderings: ``FALLBACK`` (its default: generated code,
+interpreted when that fails) or ``NO_CODEGEN`` (interpreted)."""
 INTERPRETED_BELOW_ROWS: Final = 150_000
 """Histories of fewer events are audited without whole-stage code generation."""
+INTERPRETED_EXPRESSIONS_BELOW_ROWS: Final = 20_000
+"""Histories of fewer events are audited with interpreted expressions as well: the first audit of a JVM
+compiles ~400 classes less (~7 s on 2 cores at 6,000 and 15,000 events); later audits reuse compiled
+classes, and at 30,000 events and more the interpreted rows cost more than that (docs/audit.md)."""
 
 
 def audit_settings(rows: int, parallelism: int) -> dict[str, str]:
@@ -34,6 +44,8 @@ def audit_settings(rows: int, parallelism: int) -> dict[str, str]:
     settings = {SHUFFLE_PARTITIONS: str(shuffles), MIN_SPLITS: str(splits)}
     if rows < INTERPRETED_BELOW_ROWS:
         settings[WHOLE_STAGE_CODEGEN] = "false"
+    if rows < INTERPRETED_EXPRESSIONS_BELOW_ROWS:
+        settings[CODEGEN_FACTORY_MODE] = "NO_CODEGEN"
     return settings
 
 

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from chaos.audit.sizing import (
+    CODEGEN_FACTORY_MODE,
     INTERPRETED_BELOW_ROWS,
+    INTERPRETED_EXPRESSIONS_BELOW_ROWS,
     MAX_WIDTH,
     MIN_SPLITS,
     SHUFFLE_PARTITIONS,
@@ -40,21 +42,32 @@ def test_small_histories_are_audited_without_whole_stage_code_and_big_ones_as_th
     assert WHOLE_STAGE_CODEGEN not in audit_settings(INTERPRETED_BELOW_ROWS, 2)
 
 
+def test_only_the_smallest_histories_interpret_their_expressions() -> None:
+    assert INTERPRETED_EXPRESSIONS_BELOW_ROWS < INTERPRETED_BELOW_ROWS
+    assert audit_settings(INTERPRETED_EXPRESSIONS_BELOW_ROWS - 1, 2)[CODEGEN_FACTORY_MODE] == "NO_CODEGEN"
+    between = audit_settings(INTERPRETED_EXPRESSIONS_BELOW_ROWS, 2)
+    assert CODEGEN_FACTORY_MODE not in between
+    assert between[WHOLE_STAGE_CODEGEN] == "false"
+
+
 def test_sized_sets_the_width_for_the_block_and_restores_the_session(audit_spark: Any) -> None:
     spark = audit_spark
     own = spark.conf.get(SHUFFLE_PARTITIONS)
     spark.conf.set(SHUFFLE_PARTITIONS, "7")
     spark.conf.unset(MIN_SPLITS)
     codegen = spark.conf.get(WHOLE_STAGE_CODEGEN)
+    factory = spark.conf.get(CODEGEN_FACTORY_MODE)
     history = spark.range(10).toDF("index")
     slots = spark.sparkContext.defaultParallelism
     with sized(history):
         assert spark.conf.get(SHUFFLE_PARTITIONS) == str(slots)
         assert spark.conf.get(MIN_SPLITS) == str(slots)
         assert spark.conf.get(WHOLE_STAGE_CODEGEN) == "false"
+        assert spark.conf.get(CODEGEN_FACTORY_MODE) == "NO_CODEGEN"
     assert spark.conf.get(SHUFFLE_PARTITIONS) == "7"
     assert spark.conf.get(MIN_SPLITS, None) is None
     assert spark.conf.get(WHOLE_STAGE_CODEGEN) == codegen
+    assert spark.conf.get(CODEGEN_FACTORY_MODE) == factory
     with pytest.raises(RuntimeError), sized(history):
         raise RuntimeError("the audit failed")
     assert spark.conf.get(SHUFFLE_PARTITIONS) == "7"  # restored on failure too
