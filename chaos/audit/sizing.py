@@ -4,11 +4,9 @@ A fixed width fits one size only: the 16 shuffle partitions and 16 input splits 
 made a scenario run's audit (a few thousand events) run ~475 tasks of a few milliseconds each, most of its
 ~13 s warm (docs/audit.md, "Per-run cost"). :func:`sized` sets both for one audit from the history's row
 count — and, for a history small enough that compiling code for the job's ~80 stages costs more than it
-saves, turns code generation off: whole-stage code below :data:`INTERPRETED_BELOW_ROWS` events (a
-2,000-record run's warm audit: ~11 s -> ~8 s; even at 100,000 records), and below
-:data:`INTERPRETED_EXPRESSIONS_BELOW_ROWS` the generated projections, predicates and orderings too, which
-Spark then interprets (a 2,000-record run's first audit in a fresh JVM: 44.8 -> 37.8 s) — and puts the
-session's own values back after it.
+saves, turns code generation off (whole-stage code below :data:`INTERPRETED_BELOW_ROWS` events, every
+expression below :data:`INTERPRETED_EXPRESSIONS_BELOW_ROWS`) — and puts the session's own values back
+after it.
 """
 
 from __future__ import annotations
@@ -31,11 +29,12 @@ CODEGEN_FACTORY_MODE: Final = "spark.sql.codegen.factoryMode"
 """How Spark makes projections, predicates and orderings: ``FALLBACK`` (its default: generated code,
 interpreted when that fails) or ``NO_CODEGEN`` (interpreted)."""
 INTERPRETED_BELOW_ROWS: Final = 150_000
-"""Histories of fewer events are audited without whole-stage code generation."""
+"""Histories of fewer events are audited without whole-stage code generation (a 2,000-record run's warm
+audit: ~11 s -> ~8 s; a gain even at 100,000 records)."""
 INTERPRETED_EXPRESSIONS_BELOW_ROWS: Final = 20_000
-"""Histories of fewer events are audited with interpreted expressions as well: the first audit of a JVM
-compiles ~400 classes less (~7 s on 2 cores at 6,000 and 15,000 events); later audits reuse compiled
-classes, and at 30,000 events and more the interpreted rows cost more than that (docs/audit.md)."""
+"""Histories of fewer events are audited with interpreted projections, predicates and orderings as well:
+the first audit of a JVM compiles ~400 classes less (a 2,000-record run's: 44.8 -> 37.8 s on 2 cores); later
+audits reuse compiled classes, and from 30,000 events the interpreted rows cost more (docs/audit.md)."""
 
 
 def audit_settings(rows: int, parallelism: int) -> dict[str, str]:
