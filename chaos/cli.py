@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaos import versions
-from chaos.errors import ChaosError
+from chaos.errors import AuditError, ChaosError
 from chaos.run.terms import VERDICT_EXIT
 
 console = Console(soft_wrap=True)  # paths printed whole, never broken across lines
@@ -101,8 +101,11 @@ def jars() -> None:
 @jars.command("ensure")
 @_KAFKA_VERSION_OPTION
 def jars_ensure(kafka_version: str | None) -> None:
-    """Fetch spark-sql-kafka-0-10 for the installed PySpark with Maven, and build the Java client worker
-    against kafka-clients of the Kafka version, unless cached."""
+    """Fetch spark-sql-kafka-0-10 for the installed PySpark with Maven, build the Java client worker
+    against kafka-clients of the Kafka version, and build the Spark driver's class archive (a local
+    session's JVM starts sooner with it), unless cached. A class archive that cannot be built is reported
+    and left out: Spark runs without it."""
+    from chaos.audit.class_archive import archive_path, enabled, ensure_class_archive
     from chaos.audit.connector import ensure_connector_jars
     from chaos.workload.java_build import ensure_java_worker
 
@@ -110,6 +113,15 @@ def jars_ensure(kafka_version: str | None) -> None:
         console.print(str(jar), soft_wrap=True)
     worker = ensure_java_worker(versions.chosen_kafka_version(kafka_version))
     console.print(str(worker.directory), soft_wrap=True)
+    if enabled() and not archive_path().is_file():
+        click.echo("building the Spark class archive (once per JDK and PySpark, about 80 s)", err=True)
+    try:
+        archive = ensure_class_archive()
+    except AuditError as exc:
+        click.echo(f"warning: {exc}", err=True)
+    else:
+        if archive is not None:
+            console.print(str(archive), soft_wrap=True)
 
 
 @jars.command("list")

@@ -8,23 +8,19 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from chaos.audit.java import java_command
 from chaos.audit.model import DEFAULT_OPTIONS, ISOLATION_LEVELS, AuditFacts, AuditOptions, Isolation
-from chaos.errors import AuditError, ChaosError, ConfigError, HistoryError, ToolMissing
+from chaos.errors import AuditError, ChaosError, ConfigError, HistoryError
 from chaos.history.files import HISTORY_DIR, PARQUET_NAME, RunDir
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 Engine = Literal["spark", "reference"]
-JAVA_FIX = (
-    "install a JRE 17+ (apt-get install -y openjdk-17-jre-headless) and put `java` on PATH or set JAVA_HOME "
-    "to it; or audit without Spark: --engine reference"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,21 +139,6 @@ def _reference(rd: RunDir, topic: TopicSource | None, options: AuditOptions) -> 
     return reference_audit(
         events, log_from_drain(events), options, run_id=events[0].run_id if events else rd.path.name
     )
-
-
-def java_command() -> str:
-    """The ``java`` Spark will launch, found as ``spark-class`` finds it (``$JAVA_HOME/bin/java`` when
-    JAVA_HOME is set, else ``java`` on PATH); :class:`ToolMissing` saying how to get one otherwise."""
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        java = os.path.join(home, "bin", "java")
-        if not (os.path.isfile(java) and os.access(java, os.X_OK)):
-            raise ToolMissing(f"JAVA_HOME={home} has no bin/java: the Spark audit cannot start", JAVA_FIX)
-        return java
-    found = shutil.which("java")
-    if found is None:
-        raise ToolMissing("no java on PATH and no JAVA_HOME: the Spark audit cannot start", JAVA_FIX)
-    return found
 
 
 def _spark(

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from chaos.audit.class_archive import archive_options
 from chaos.audit.connector import ensure_connector_jars
 from chaos.errors import ConfigError
 
@@ -26,13 +27,19 @@ default ran a deep audit plan out of heap in the unit suite."""
 
 
 def spark_session(
-    master: str = DEFAULT_MASTER, app_name: str = "chaos-audit", *, driver_memory: str | None = None
+    master: str = DEFAULT_MASTER,
+    app_name: str = "chaos-audit",
+    *,
+    driver_memory: str | None = None,
+    archive_classes_to: Path | None = None,
 ) -> SparkSession:
     """Start (or reuse) a session on ``master``; ``local[*]`` by default, any Spark master URL otherwise.
 
     ``driver_memory`` (e.g. ``"4g"``) only takes effect when this starts the JVM; in local mode the
     executors run in the driver's JVM, so it bounds the whole job's heap (Spark spills beyond it): default
-    :data:`LOCAL_DRIVER_MEMORY` for a local master, Spark's own (or ``spark-submit``'s) otherwise.
+    :data:`LOCAL_DRIVER_MEMORY` for a local master, Spark's own (or ``spark-submit``'s) otherwise. A local
+    master's JVM maps the class archive when one is built (:mod:`chaos.audit.class_archive`);
+    ``archive_classes_to`` makes it write one there as it exits instead (that module's training run).
     """
     from pyspark.sql import SparkSession
 
@@ -54,7 +61,8 @@ def spark_session(
         # and a well-compressed log file read in two splits made those maps spill (10M records: 3.0 GB)
         builder = builder.config("spark.sql.files.minPartitionNum", "16")
         builder = builder.config("spark.sql.files.openCostInBytes", str(1 << 20))
-        builder = builder.config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
+        java_options = ["-XX:+UseParallelGC", *archive_options(archive_classes_to)]
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     builder = (
         builder.master(master)
         .appName(app_name)
