@@ -289,7 +289,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """With a scenario run among the selected tests: lengthen their timeouts by the asked duration, and
     with the Spark engine start the Spark session now, in the background: its JVM's start overlaps the
     cluster's (the first test's fixtures). The session's finish stops it
-    (:func:`chaos.audit.spark.stop_spark`), even when SIGTERM or Ctrl-C ends the session."""
+    (:func:`chaos.audit.spark.stop_spark`), even when SIGTERM or Ctrl-C ends the session. ``--collect-only``
+    runs nothing, so starts nothing."""
     from chaos.scenario.api import RUN_FIXTURE
 
     options = session.config.stash.get(_OPTIONS, None)
@@ -297,7 +298,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if options is None or not runs:
         return
     _lengthen_timeouts(session.config, runs, options)
-    if options.audit_engine == "spark":
+    if options.audit_engine == "spark" and not session.config.option.collectonly:
         from chaos.audit.spark import start_in_background
 
         start_in_background(options.spark_master)

@@ -336,6 +336,21 @@ def test_no_spark_is_started_for_a_session_without_scenario_runs(
     assert started == []
 
 
+def test_collect_only_starts_no_spark_even_with_scenario_runs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--collect-only`` runs nothing (a JVM started and stopped for it cost such a session ~7 s)."""
+    started = _spark_starts(monkeypatch, {})
+    _scenario_tests(pytester, "def test_engine(scenario_run):\n    pass\n")
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*::test_engine"])
+    assert started == []
+    pytester.runpytest("-k", "nothing-matches")
+    assert started == []
+    pytester.runpytest("--co", "-q")
+    assert started == []
+
+
 def test_the_duration_and_the_plan_reach_scenario_runs(pytester: pytest.Pytester) -> None:
     from chaos.faults.plan import FaultStep, Plan
 
