@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from chaos.audit.connector import connector_jars, pyspark_version
 from chaos.audit.java import java_command
@@ -150,9 +150,8 @@ def _record_training_run(run_dir: Path, run_id: str) -> None:
         Delivery,
         DrainEnd,
         DrainRead,
-        FaultAction,
+        Event,
         FaultEvent,
-        Isolation,
         PartitionOffset,
         Rebalance,
         SendInvoke,
@@ -160,113 +159,45 @@ def _record_training_run(run_dir: Path, run_id: str) -> None:
         value_id_for,
     )
 
-    t0, topic, n = 1_700_000_000.0, "t", _TRAINING_VALUES
-    levels: tuple[Isolation, ...] = ("read_uncommitted", "read_committed")
+    def at(kind: type[Event], process: str, mono: float, **fields: Any) -> Event:
+        return kind(run_id=run_id, process=process, ts=1_700_000_000.0 + mono, mono=mono, **fields)
+
+    topic, n, levels = "t", _TRAINING_VALUES, ("read_uncommitted", "read_committed")
     ends = {0: 0, 1: 0}
     with Recorder(run_dir, run_id) as history:
-        history.record(
-            Rebalance(
-                run_id=run_id,
-                process="c",
-                ts=t0,
-                mono=0.0,
-                action="assign",
-                group="g",
-                member="m1",
-                partitions=(
-                    PartitionOffset(topic=topic, partition=0),
-                    PartitionOffset(topic=topic, partition=1),
-                ),
-            )
-        )
+        assigned = tuple(PartitionOffset(topic=topic, partition=p) for p in ends)
+        history.record(at(Rebalance, "c", 0.0, action="assign", group="g", member="m1", partitions=assigned))
         for seq in range(n):
             mono, vid, partition = 0.01 * (seq + 1), value_id_for(run_id, "p", seq), seq % 2
             offset = ends[partition]
             ends[partition] += 1
-            if seq == n // 3 or seq == 2 * n // 3:
-                action: FaultAction = "inject" if seq == n // 3 else "heal"
+            if seq in (n // 3, 2 * n // 3):
+                action = "inject" if seq == n // 3 else "heal"
                 history.record(
-                    FaultEvent(
-                        run_id=run_id,
-                        process="nemesis",
-                        ts=t0 + mono,
-                        mono=mono,
-                        action=action,
-                        fault="network_cut",
-                        target="broker-1",
-                    )
+                    at(FaultEvent, "nemesis", mono, action=action, fault="network_cut", target="b1")
                 )
+            history.record(at(SendInvoke, "p", mono, value_id=vid, producer="p", seq=seq, topic=topic))
             history.record(
-                SendInvoke(
-                    run_id=run_id,
-                    process="p",
-                    ts=t0 + mono,
-                    mono=mono,
-                    value_id=vid,
-                    producer="p",
-                    seq=seq,
-                    topic=topic,
-                )
-            )
+                at(SendOutcome, "p", mono + 0.005, value_id=vid, outcome="ok", partition=partition,
+                   offset=offset, latency_ms=5.0)
+            )  # fmt: skip
             history.record(
-                SendOutcome(
-                    run_id=run_id,
-                    process="p",
-                    ts=t0 + mono + 0.005,
-                    mono=mono + 0.005,
-                    value_id=vid,
-                    outcome="ok",
-                    partition=partition,
-                    offset=offset,
-                    latency_ms=5.0,
-                )
-            )
-            history.record(
-                Delivery(
-                    run_id=run_id,
-                    process="c",
-                    ts=t0 + mono + 0.008,
-                    mono=mono + 0.008,
-                    group="g",
-                    member="m1",
-                    topic=topic,
-                    partition=partition,
-                    offset=offset,
-                    value_id=vid,
-                )
-            )
+                at(Delivery, "c", mono + 0.008, group="g", member="m1", topic=topic, partition=partition,
+                   offset=offset, value_id=vid)
+            )  # fmt: skip
         drained = 0.01 * n + 1.0
         for seq in range(n):
             for isolation in levels:
                 history.record(
-                    DrainRead(
-                        run_id=run_id,
-                        process="d",
-                        ts=t0 + drained,
-                        mono=drained,
-                        isolation=isolation,
-                        topic=topic,
-                        partition=seq % 2,
-                        offset=seq // 2,
-                        value_id=value_id_for(run_id, "p", seq),
-                    )
-                )
+                    at(DrainRead, "d", drained, isolation=isolation, topic=topic, partition=seq % 2,
+                       offset=seq // 2, value_id=value_id_for(run_id, "p", seq))
+                )  # fmt: skip
         for partition, end in ends.items():
             for isolation in levels:
                 history.record(
-                    DrainEnd(
-                        run_id=run_id,
-                        process="d",
-                        ts=t0 + drained + 0.1,
-                        mono=drained + 0.1,
-                        isolation=isolation,
-                        topic=topic,
-                        partition=partition,
-                        outcome="ok",
-                        low_offset=0,
-                        high_offset=end,
-                    )
-                )
+                    at(DrainEnd, "d", drained + 0.1, isolation=isolation, topic=topic, partition=partition,
+                       outcome="ok", low_offset=0, high_offset=end)
+                )  # fmt: skip
 
 
 def _train(out: Path) -> None:
