@@ -11,10 +11,13 @@ literally — says which.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,7 +49,6 @@ from chaos.history.events import (
     TxnMarker,
     value_id_for,
 )
-from chaos.history.reader import arrow_to_spark
 
 TOPIC = "chaos"
 GROUP = "g"
@@ -583,6 +585,22 @@ def test_spark_agrees_with_reference_on_many_runs_in_one_job(
     assert_spark_agrees(audit_spark, clean_value_ids, cases, AuditOptions(max_examples=max_examples))
 
 
+@contextlib.contextmanager
+def as_parquet(spark: Any, *tables: Any) -> Iterator[list[Any]]:
+    """The Arrow tables as DataFrames read from Parquet files, as a run's history is read (``to_spark``):
+    ``createDataFrame`` makes each a local relation in the plan, which Spark's analyzer copies at every step
+    of building the audit's plan (a many-run job's audit took ~3x as long)."""
+    import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+
+    with tempfile.TemporaryDirectory(prefix="chaos-audit-test-") as tmp:
+        frames = []
+        for n, table in enumerate(tables):
+            path = Path(tmp, f"{n}.parquet")
+            pq.write_table(table, path)
+            frames.append(spark.read.parquet(str(path)))
+        yield frames
+
+
 def assert_spark_agrees(
     spark: Any, clean_value_ids: Any, cases: list[tuple[str, Case]], options: AuditOptions
 ) -> None:
@@ -596,11 +614,11 @@ def assert_spark_agrees(
     assert all(case.options in (None, options) for _, case in cases)
     history = pa.concat_tables([history_table(case.events) for _, case in cases])
     log = pa.concat_tables([log_table(case.log, run_id) for run_id, case in cases])
-    history_df, log_df = arrow_to_spark(spark, history), arrow_to_spark(spark, log)
-    got = spark_audit(history_df, log_df, options)
-    assert sorted(got) == sorted(run_id for run_id, _ in cases)
-    sent = len({e.value_id for _, case in cases for e in case.events if isinstance(e, SendInvoke)})
-    assert 0 < len(clean_value_ids(history_df, log_df)) < sent
+    with as_parquet(spark, history, log) as (history_df, log_df):
+        got = spark_audit(history_df, log_df, options)
+        assert sorted(got) == sorted(run_id for run_id, _ in cases)
+        sent = len({e.value_id for _, case in cases for e in case.events if isinstance(e, SendInvoke)})
+        assert 0 < len(clean_value_ids(history_df, log_df)) < sent
     mismatches = []
     for run_id, case in cases:
         want = reference_audit(case.events, case.log, options, run_id=run_id)
