@@ -105,7 +105,8 @@ def jars_ensure(kafka_version: str | None) -> None:
     against kafka-clients of the Kafka version, and build the Spark driver's class archive (a local
     session's JVM starts sooner with it), unless cached. A class archive that cannot be built is reported
     and left out: Spark runs without it."""
-    from chaos.audit.class_archive import archive_path, enabled, ensure_class_archive
+    from chaos.audit.archive_build import ensure_class_archive
+    from chaos.audit.class_archive import archive_path, enabled
     from chaos.audit.connector import ensure_connector_jars
     from chaos.workload.java_build import ensure_java_worker
 

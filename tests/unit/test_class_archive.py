@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from chaos.audit import class_archive
+from chaos.audit import archive_build, class_archive
 from chaos.errors import AuditError
 
 
@@ -38,6 +38,39 @@ def test_the_fingerprint_follows_the_jdk_and_pyspark(tmp_path: Path, monkeypatch
     assert class_archive.fingerprint() not in {first, updated}
 
 
+def test_the_fingerprint_and_the_name_follow_the_spark_installations_jars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JVM checks each jar's size and time against the archive's: a reinstalled venv (same versions,
+    new files) needs a new archive, and each installation has its own."""
+    monkeypatch.setenv("CHAOS_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("a", "b"):
+        (tmp_path / name / "jars").mkdir(parents=True)
+        (tmp_path / name / "jars" / "spark-core.jar").write_bytes(b"jar")
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "a"))
+    first, path_a = class_archive.fingerprint(), class_archive.archive_path()
+    jar = tmp_path / "a" / "jars" / "spark-core.jar"
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 10**9))
+    assert class_archive.fingerprint() != first
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "b"))
+    path_b = class_archive.archive_path()
+    assert path_a.name.rsplit("-", 1)[0] != path_b.name.rsplit("-", 1)[0]
+
+
+def test_pruning_keeps_the_newest_archive_of_each_installation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(archive_build, "KEEP_ARCHIVES", 3)
+    names = ["spark-aaaa-old1", "spark-bbbb-1", "spark-cccc-1", "spark-dddd-1", "spark-aaaa-new"]
+    for age, name in enumerate(names):
+        path = tmp_path / f"{name}.jsa"
+        path.write_bytes(b"x")
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))
+    archive_build._prune(tmp_path / "spark-aaaa-new.jsa")
+    # aaaa's older build goes; of the other installations the two newest stay (three archives in all)
+    assert sorted(p.stem for p in tmp_path.iterdir()) == ["spark-aaaa-new", "spark-cccc-1", "spark-dddd-1"]
+
+
 def test_the_archive_is_mapped_only_when_built_and_enabled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -57,7 +90,7 @@ def test_the_archive_is_mapped_only_when_built_and_enabled(
         monkeypatch.setenv(class_archive.ARCHIVE_ENV, off)
         assert class_archive.archive_options() == []
         assert class_archive.archive_options(dump) == []
-        assert class_archive.ensure_class_archive() is None
+        assert archive_build.ensure_class_archive() is None
 
 
 def test_a_failed_build_raises_and_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,7 +98,7 @@ def test_a_failed_build_raises_and_leaves_no_file(tmp_path: Path, monkeypatch: p
     monkeypatch.delenv(class_archive.ARCHIVE_ENV, raising=False)
     monkeypatch.setattr(sys, "executable", shutil.which("false"))
     with pytest.raises(AuditError, match=r"building the Spark class archive failed .* runs without it"):
-        class_archive.ensure_class_archive()
+        archive_build.ensure_class_archive()
     assert list(class_archive.archive_path().parent.iterdir()) == []
     assert class_archive.archive_options() == []
 
@@ -73,15 +106,15 @@ def test_a_failed_build_raises_and_leaves_no_file(tmp_path: Path, monkeypatch: p
 def test_the_built_archive_loads_with_the_sessions_classpath_and_a_damaged_one_is_refused(
     audit_spark: Any, tmp_path: Path
 ) -> None:
-    """``make provision`` built the archive (else this builds it, ~80 s); this session's JVM was started with
-    it, and a JVM with the same class path maps it under ``-Xshare:on`` — where a truncated copy, or another
-    class path, is refused."""
-    archive = class_archive.ensure_class_archive()
+    """``make provision`` built this venv's archive (else this builds it, ~80 s); this session's JVM was
+    started with it, and a JVM with the same class path maps it under ``-Xshare:on`` — where a truncated
+    copy, or another class path, is refused."""
+    archive = archive_build.ensure_class_archive()
     assert archive is not None
     assert archive.is_file()
     jvm = audit_spark._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-    assert f"-XX:SharedArchiveFile={archive}" in arguments
+    assert f"-XX:SharedArchiveFile={archive}" in arguments, "built after the session started? make provision"
     classpath = jvm.java.lang.System.getProperty("java.class.path")
     assert class_archive.archive_problem(archive, classpath) is None
 
