@@ -115,7 +115,10 @@ def jars_ensure(kafka_version: str | None) -> None:
     worker = ensure_java_worker(versions.chosen_kafka_version(kafka_version))
     console.print(str(worker.directory), soft_wrap=True)
     if enabled() and not archive_path().is_file():
-        click.echo("building the Spark class archive (once per JDK and PySpark, about 80 s)", err=True)
+        click.echo(
+            "building the Spark class archive (once per virtualenv, JDK and set of jars; about 80 s)",
+            err=True,
+        )
     try:
         archive = ensure_class_archive()
     except AuditError as exc:

@@ -376,7 +376,17 @@ class RemoveBroker(Fault):
         (broker_id,) = self.brokers
         self.cluster.broker(broker_id).docker.stop(timeout=30)
         self._until(f"broker {broker_id} fenced", lambda: broker_id not in self._registered())
-        unregister_broker(self.cluster, broker_id)
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                unregister_broker(self.cluster, broker_id)
+                break
+            except ClusterError as exc:
+                # every broker timed out (the controller busy just after the fencing, 2 cores under load):
+                # ask again; an answer with a Kafka error code is final
+                if "Kafka error code" in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(_POLL_S)
         self.note(f"broker {broker_id} stopped and unregistered")
 
     def _effect(self) -> Effect | None:
