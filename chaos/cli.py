@@ -106,7 +106,6 @@ def jars_ensure(kafka_version: str | None) -> None:
     session's JVM starts sooner with it), unless cached. A class archive that cannot be built is reported
     and left out: Spark runs without it."""
     from chaos.audit.archive_build import ensure_class_archive
-    from chaos.audit.class_archive import archive_path, enabled
     from chaos.audit.connector import ensure_connector_jars
     from chaos.workload.java_build import ensure_java_worker
 
@@ -114,13 +113,9 @@ def jars_ensure(kafka_version: str | None) -> None:
         console.print(str(jar), soft_wrap=True)
     worker = ensure_java_worker(versions.chosen_kafka_version(kafka_version))
     console.print(str(worker.directory), soft_wrap=True)
-    if enabled() and not archive_path().is_file():
-        click.echo(
-            "building the Spark class archive (once per virtualenv, JDK and set of jars; about 80 s)",
-            err=True,
-        )
+    building = "building the Spark class archive (once per virtualenv, JDK and set of jars; about 80 s)"
     try:
-        archive = ensure_class_archive()
+        archive = ensure_class_archive(on_build=lambda: click.echo(building, err=True))
     except AuditError as exc:
         click.echo(f"warning: {exc}", err=True)
     else:

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,8 +26,11 @@ _TRAINING_VALUES: Final = 200
 _CLASSPATH: Final = "classpath="  # the training process's last line: its JVM's class path
 
 
-def ensure_class_archive(timeout_s: float = BUILD_TIMEOUT_S) -> Path | None:
-    """The archive's path, built first if missing (a training process); ``None`` when turned off.
+def ensure_class_archive(
+    timeout_s: float = BUILD_TIMEOUT_S, on_build: Callable[[], object] | None = None
+) -> Path | None:
+    """The archive's path, built first if missing (a training process; ``on_build`` is called before it
+    starts); ``None`` when turned off.
 
     :raises AuditError: the training process failed or wrote no archive (Spark works without one).
     """
@@ -35,6 +39,8 @@ def ensure_class_archive(timeout_s: float = BUILD_TIMEOUT_S) -> Path | None:
     path = archive_path()
     if path.is_file():
         return path
+    if on_build is not None:
+        on_build()
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     try:

@@ -59,7 +59,7 @@ def fingerprint() -> str:
     release = java.parent.parent / "release"
     jdk = release.read_text() if release.is_file() else str(java.stat().st_mtime_ns)
     jars = [*sorted((spark_home() / "jars").glob("*.jar")), *sorted(connector_jars())]
-    stamps = [f"{jar.resolve()}|{jar.stat().st_size}|{jar.stat().st_mtime_ns}" for jar in jars]
+    stamps = [f"{jar.resolve()}|{st.st_size}|{st.st_mtime_ns}" for jar in jars for st in (jar.stat(),)]
     return _digest("\0".join([str(java), jdk, pyspark_version(), *stamps]))[:16]
 
 

@@ -376,17 +376,19 @@ class RemoveBroker(Fault):
         (broker_id,) = self.brokers
         self.cluster.broker(broker_id).docker.stop(timeout=30)
         self._until(f"broker {broker_id} fenced", lambda: broker_id not in self._registered())
-        deadline = time.monotonic() + self.timeout_s
-        while True:
+
+        def unregistered() -> bool:
             try:
                 unregister_broker(self.cluster, broker_id)
-                break
             except ClusterError as exc:
                 # every broker timed out (the controller busy just after the fencing, 2 cores under load):
                 # ask again; an answer with a Kafka error code is final
-                if "Kafka error code" in str(exc) or time.monotonic() >= deadline:
+                if "Kafka error code" in str(exc):
                     raise
-                time.sleep(_POLL_S)
+                return False
+            return True
+
+        self._until(f"broker {broker_id} unregistered", unregistered)
         self.note(f"broker {broker_id} stopped and unregistered")
 
     def _effect(self) -> Effect | None:
