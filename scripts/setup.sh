@@ -3,7 +3,7 @@
 #   1. a Docker engine that answers (installs Debian's docker.io and starts dockerd when root on Debian);
 #   2. build tools for local images, Java 17 for Spark, Chromium for the report's browser test
 #      (Debian packages, only those missing);
-#   3. the virtualenv .venv with the pinned requirements, reinstalled only when they change.
+#   3. the virtualenv .venv with the pinned requirements (installed by uv), reinstalled only when they change.
 # Images and Spark jars are made present by `chaos images ensure` / `chaos jars ensure` (see Makefile).
 set -euo pipefail
 
@@ -62,6 +62,25 @@ ensure_tools() {
   command -v go >/dev/null 2>&1 || say "warning: Go (>= 1.23) is not on PATH; local toxiproxy/reaper images cannot be built"
 }
 
+# uv installs the lock in seconds where pip took ~70 s (pip unpacks and byte-compiles every file; uv
+# hard-links from its cache). Packages PyPI serves only as source (pyspark) are built into a wheel once
+# and kept in the wheelhouse: uv's own cache of a built source distribution is dropped whenever the index
+# answers its revalidation with a full response, and pyspark then took ~25 s to build on every install.
+UV_VERSION=0.13.9
+SOURCE_ONLY=(pyspark)
+WHEELHOUSE=${CHAOS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/chaos-harness}/wheels
+
+ensure_wheelhouse() {  # $1: a python with pip
+  mkdir -p "$WHEELHOUSE"
+  local name pin
+  for name in "${SOURCE_ONLY[@]}"; do
+    pin=$(grep -E "^${name}==" requirements.lock) || continue
+    compgen -G "$WHEELHOUSE/${name}-${pin#*==}-*.whl" >/dev/null && continue
+    say "building a wheel of $pin once into $WHEELHOUSE"
+    "$1" -m pip wheel -q --no-deps -w "$WHEELHOUSE" "$pin"
+  done
+}
+
 ensure_venv() {
   command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found; install Python 3.11 or set PYTHON=/path/to/python3.11"
   local stamp=.venv/.chaos-setup-stamp want
@@ -71,12 +90,14 @@ ensure_venv() {
   fi
   say "installing the pinned requirements into .venv (log: .venv/setup-pip.log)"
   [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
-  local log=.venv/setup-pip.log
-  if ! { .venv/bin/python -m pip install --upgrade pip &&
-         .venv/bin/python -m pip install -r requirements.lock &&
-         .venv/bin/python -m pip install --no-deps -e .; } >"$log" 2>&1; then
+  local log=.venv/setup-pip.log uv=.venv/bin/uv
+  if ! { { [[ -x $uv && $($uv --version) == "uv $UV_VERSION"* ]] ||
+           .venv/bin/python -m pip install -q "uv==$UV_VERSION"; } &&
+         ensure_wheelhouse .venv/bin/python &&
+         $uv pip install --python .venv/bin/python --find-links "$WHEELHOUSE" -r requirements.lock &&
+         $uv pip install --python .venv/bin/python --no-deps -e .; } >"$log" 2>&1; then
     tail -n 30 "$log" >&2
-    die "pip failed; full log in $log"
+    die "installing failed; full log in $log"
   fi
   echo "$want" >"$stamp"
 }
