@@ -84,7 +84,7 @@ ensure_wheelhouse() {  # $1: a python with pip
 ensure_venv() {
   command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found; install Python 3.11 or set PYTHON=/path/to/python3.11"
   local stamp=.venv/.chaos-setup-stamp want
-  want=$(cat requirements.lock pyproject.toml | sha256sum | cut -c1-32)
+  want=$( { cat requirements.lock pyproject.toml; echo "uv $UV_VERSION"; } | sha256sum | cut -c1-32)
   if [[ -f $stamp && $(cat "$stamp") == "$want" && -x .venv/bin/chaos ]]; then
     return
   fi
