@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from chaos.errors import AuditError
+from chaos.run.events import ISOLATION_LEVELS as ISOLATION_LEVELS  # the audit's modules import them here
+from chaos.run.events import Isolation as Isolation
 from chaos.run.events import producer_of
-
-Isolation = Literal["read_uncommitted", "read_committed"]
-ISOLATION_LEVELS: Final[tuple[str, ...]] = ("read_uncommitted", "read_committed")
 
 ANOMALIES: Final[tuple[str, ...]] = (
     "lost_acked",
