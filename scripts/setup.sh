@@ -77,7 +77,10 @@ ensure_wheelhouse() {  # $1: a python with pip
     pin=$(grep -E "^${name}==" requirements.lock) || continue
     compgen -G "$WHEELHOUSE/${name}-${pin#*==}-*.whl" >/dev/null && continue
     say "building a wheel of $pin once into $WHEELHOUSE"
-    "$1" -m pip wheel -q --no-deps -w "$WHEELHOUSE" "$pin"
+    local tmp
+    tmp=$(mktemp -d "$WHEELHOUSE/.build.XXXXXX")  # moved in whole: an interrupted build leaves no wheel
+    if ! "$1" -m pip wheel -q --no-deps -w "$tmp" "$pin"; then rm -rf "$tmp"; return 1; fi
+    mv "$tmp"/*.whl "$WHEELHOUSE"/ && rm -rf "$tmp"
   done
 }
 
