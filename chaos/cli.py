@@ -113,7 +113,7 @@ def jars_ensure(kafka_version: str | None) -> None:
         console.print(str(jar), soft_wrap=True)
     worker = ensure_java_worker(versions.chosen_kafka_version(kafka_version))
     console.print(str(worker.directory), soft_wrap=True)
-    building = "building the Spark class archive (once per virtualenv, JDK and set of jars; about 80 s)"
+    building = "building the Spark class archive (once per JDK and set of jar files; about 80 s)"
     try:
         archive = ensure_class_archive(on_build=lambda: click.echo(building, err=True))
     except AuditError as exc:

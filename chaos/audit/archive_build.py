@@ -21,7 +21,7 @@ from chaos.errors import AuditError
 BUILD_TIMEOUT_S: Final = 300.0
 """How long the training process may take (80–86 s here: a JVM's start, one audit, writing ~170 MB)."""
 KEEP_ARCHIVES: Final = 3
-"""Archives kept in the cache, the newest first: one per Spark installation (virtualenv) in use."""
+"""Archives kept in the cache, the newest first: one per JDK, PySpark and set of jar files in use."""
 _TRAINING_VALUES: Final = 200
 _CLASSPATH: Final = "classpath="  # the training process's last line: its JVM's class path
 
@@ -77,17 +77,9 @@ def ensure_class_archive(
 
 
 def _prune(kept: Path) -> None:
-    """Delete this installation's older archives (another JDK, updated jars) and all but the
-    :data:`KEEP_ARCHIVES` newest of the others (~170 MB each: every venv has its own)."""
-    installation = kept.name.rsplit("-", 1)[0]
-    others = []
-    for archive in kept.parent.glob("spark-*.jsa"):
-        if archive == kept:
-            continue
-        if archive.name.rsplit("-", 1)[0] == installation:
-            archive.unlink(missing_ok=True)
-        else:
-            others.append(archive)
+    """Keep ``kept`` and the :data:`KEEP_ARCHIVES` - 1 newest other archives (~170 MB each: another JDK,
+    another PySpark, a venv whose jars pip unpacked anew); delete the rest."""
+    others = [archive for archive in kept.parent.glob("spark-*.jsa") if archive != kept]
     others.sort(key=lambda a: a.stat().st_mtime, reverse=True)
     for archive in others[KEEP_ARCHIVES - 1 :]:
         archive.unlink(missing_ok=True)

@@ -5,9 +5,11 @@ plans; with those classes mapped from an archive (``-XX:SharedArchiveFile``) a p
 and audits one run — a gate's ``chaos run``, ``chaos audit``, a pytest session — is done about 10 s
 sooner (docs/audit.md, "The class archive"). :mod:`chaos.audit.archive_build` builds it (``chaos jars
 ensure``, so ``make provision``); this module says where it is, whether it loads, and gives a local
-master's JVM the options that map it. An archive only fits the JDK and the exact class path (jar paths,
-sizes and times) it was written with: its name carries a hash of both, and a JVM that still finds it does
-not match runs without it. ``CHAOS_SPARK_CLASS_ARCHIVE=0`` turns building and use off.
+master's JVM the options that map it. An archive only fits the JDK and the class path it was written
+with — the same jars (names, sizes, times) in the same order; the JVM accepts them in another directory,
+so virtualenvs whose files uv hard-linked from one cache (every clean clone's ``make setup``) share one
+archive. Its name is a hash of all that, and a JVM that still finds it does not match runs without it.
+``CHAOS_SPARK_CLASS_ARCHIVE=0`` turns building and use off.
 """
 
 from __future__ import annotations
@@ -38,9 +40,8 @@ def archive_dir() -> Path:
 
 
 def archive_path() -> Path:
-    """The archive for this Spark installation, JDK and jars (existing or not):
-    ``spark-<installation>-<fingerprint>.jsa``."""
-    return archive_dir() / f"spark-{_digest(str(spark_home().resolve()))[:8]}-{fingerprint()}.jsa"
+    """The archive for this JDK and these jars (existing or not): ``spark-<fingerprint>.jsa``."""
+    return archive_dir() / f"spark-{fingerprint()}.jsa"
 
 
 def spark_home() -> Path:
@@ -53,13 +54,16 @@ def spark_home() -> Path:
 
 def fingerprint() -> str:
     """What the archive's classes depend on: the JDK (its binary's real path and ``release`` file),
-    PySpark's version, each jar of the Spark installation and each connector jar (path, size, time);
-    16 hex digits."""
+    PySpark's version, the Spark installation's jars in the order the JVM lists them (its ``jars/*``
+    follows the directory's order) and the connector jars, each by name, size and time — not by where the
+    installation is: the JVM maps an archive for the same jars in another directory. 16 hex digits."""
     java = Path(os.path.realpath(java_command()))
     release = java.parent.parent / "release"
     jdk = release.read_text() if release.is_file() else str(java.stat().st_mtime_ns)
-    jars = [*sorted((spark_home() / "jars").glob("*.jar")), *sorted(connector_jars())]
-    stamps = [f"{jar.resolve()}|{st.st_size}|{st.st_mtime_ns}" for jar in jars for st in (jar.stat(),)]
+    with os.scandir(spark_home() / "jars") as listed:
+        spark_jars = [Path(entry.path) for entry in listed if entry.name.endswith(".jar")]
+    jars = [*spark_jars, *sorted(connector_jars())]
+    stamps = [f"{jar.name}|{st.st_size}|{st.st_mtime_ns}" for jar in jars for st in (jar.stat(),)]
     return _digest("\0".join([str(java), jdk, pyspark_version(), *stamps]))[:16]
 
 

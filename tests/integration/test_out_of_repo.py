@@ -2,7 +2,7 @@
 that is not this repo.
 
 The module's fixture builds the wheel from a copy of the sources, creates a venv and installs the wheel
-with requirements.lock as ``make setup`` does (uv, and the wheelhouse holding pyspark's wheel: ≈ 10 s warm
+with requirements.lock as ``make setup`` does (uv, and the wheelhouse holding pyspark's wheel: ≈ 20 s warm
 on the project's machine, where pip took ≈ 1 min; the time is printed). The tests then run the venv's own
 `chaos` and `pytest` in a temporary project holding only ``tests/test_mine.py`` — the smallest scenario of
 docs/writing-scenarios.md, read from the doc — and check that reports land in that project and nothing
@@ -101,8 +101,8 @@ def installed() -> Iterator[Installed]:
         uv = Path(sys.executable).with_name("uv")  # scripts/setup.sh installs it beside this venv's python
         assert uv.is_file(), f"{uv} is missing: run `make setup`"
         wheels = str(cache_dir() / "wheels")  # scripts/setup.sh's wheelhouse (pyspark, built once)
-        _check([str(uv), "pip", "install", "-q", "--python", python, "--find-links", wheels, "-r", lock,
-                str(wheel)], 900)  # fmt: skip
+        _check([str(uv), "pip", "install", "-q", "--python", python, "--compile-bytecode", "--find-links",
+                wheels, "-r", lock, str(wheel)], 900)  # fmt: skip
         site = _check([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], 60)
         print(
             f"\nwheel built in {built - started:.1f} s; venv with the wheel and requirements.lock in "

@@ -38,37 +38,40 @@ def test_the_fingerprint_follows_the_jdk_and_pyspark(tmp_path: Path, monkeypatch
     assert class_archive.fingerprint() not in {first, updated}
 
 
-def test_the_fingerprint_and_the_name_follow_the_spark_installations_jars(
+def test_the_fingerprint_follows_the_jars_and_not_where_they_are(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The JVM checks each jar's size and time against the archive's: a reinstalled venv (same versions,
-    new files) needs a new archive, and each installation has its own."""
+    """The JVM checks each jar's name, size and time against the archive's, wherever the installation is:
+    a reinstalled venv (same versions, new files) needs a new archive; a venv whose files are links to the
+    same ones (uv's cache) shares it."""
     monkeypatch.setenv("CHAOS_CACHE_DIR", str(tmp_path / "cache"))
-    for name in ("a", "b"):
-        (tmp_path / name / "jars").mkdir(parents=True)
-        (tmp_path / name / "jars" / "spark-core.jar").write_bytes(b"jar")
+    (tmp_path / "a" / "jars").mkdir(parents=True)
+    jar = tmp_path / "a" / "jars" / "spark-core.jar"
+    jar.write_bytes(b"jar")
+    (tmp_path / "b" / "jars").mkdir(parents=True)
+    os.link(jar, tmp_path / "b" / "jars" / "spark-core.jar")
     monkeypatch.setenv("SPARK_HOME", str(tmp_path / "a"))
     first, path_a = class_archive.fingerprint(), class_archive.archive_path()
-    jar = tmp_path / "a" / "jars" / "spark-core.jar"
-    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 10**9))
-    assert class_archive.fingerprint() != first
     monkeypatch.setenv("SPARK_HOME", str(tmp_path / "b"))
-    path_b = class_archive.archive_path()
-    assert path_a.name.rsplit("-", 1)[0] != path_b.name.rsplit("-", 1)[0]
+    assert class_archive.archive_path() == path_a  # the same files elsewhere
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 10**9))
+    assert class_archive.fingerprint() != first  # unpacked anew
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "a"))
+    touched = class_archive.fingerprint()
+    (tmp_path / "a" / "jars" / "spark-sql.jar").write_bytes(b"jar")
+    assert class_archive.fingerprint() not in {first, touched}  # one more jar
 
 
-def test_pruning_keeps_the_newest_archive_of_each_installation(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_pruning_keeps_the_newest_archives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(archive_build, "KEEP_ARCHIVES", 3)
-    names = ["spark-aaaa-old1", "spark-bbbb-1", "spark-cccc-1", "spark-dddd-1", "spark-aaaa-new"]
+    names = ["spark-old1", "spark-b1", "spark-c1", "spark-d1", "spark-new"]
     for age, name in enumerate(names):
         path = tmp_path / f"{name}.jsa"
         path.write_bytes(b"x")
         os.utime(path, (1_000_000 + age, 1_000_000 + age))
-    archive_build._prune(tmp_path / "spark-aaaa-new.jsa")
-    # aaaa's older build goes; of the other installations the two newest stay (three archives in all)
-    assert sorted(p.stem for p in tmp_path.iterdir()) == ["spark-aaaa-new", "spark-cccc-1", "spark-dddd-1"]
+    os.utime(tmp_path / "spark-new.jsa", (900_000, 900_000))  # the one just built stays, whatever its time
+    archive_build._prune(tmp_path / "spark-new.jsa")
+    assert sorted(p.stem for p in tmp_path.iterdir()) == ["spark-c1", "spark-d1", "spark-new"]
 
 
 def test_the_archive_is_mapped_only_when_built_and_enabled(
@@ -124,3 +127,21 @@ def test_the_built_archive_loads_with_the_sessions_classpath_and_a_damaged_one_i
     assert "exited" in (class_archive.archive_problem(truncated, classpath) or "")
     other = classpath.split(os.pathsep)[0]
     assert "exited" in (class_archive.archive_problem(archive, other) or "")
+
+    # the same jars in another directory (as in another venv uv linked from its cache): mapped
+    jars = (class_archive.spark_home() / "jars").resolve()
+    moved = tmp_path / "elsewhere" / "jars"
+    moved.mkdir(parents=True)
+    for entry in os.scandir(jars):  # the directory's order, which the JVM's jars/* follows
+        if not entry.name.endswith(".jar"):
+            continue
+        try:
+            os.link(entry.path, moved / entry.name)
+        except OSError:  # another file system: a copy keeps the size and time
+            shutil.copy2(entry.path, moved / entry.name)
+    relocated = os.pathsep.join(
+        str(moved / Path(p).name) if Path(p).resolve().parent == jars else p
+        for p in classpath.split(os.pathsep)
+    )
+    assert relocated != classpath
+    assert class_archive.archive_problem(archive, relocated) is None

@@ -1,8 +1,8 @@
 """``stop_spark`` leaves no JVM behind: not one still starting in the background, not one fully started.
 
 A fresh process of its own (the suite's shared Spark session stays untouched): the background start is
-stopped half a second in (its JVM does not watch our exit yet), then a session is started in the
-foreground, stopped, and started again (a stop leaves the process able to start anew).
+stopped as soon as its first child process appears (its JVM does not watch our exit yet), then a session
+is started in the foreground, stopped, and started again (a stop leaves the process able to start anew).
 """
 
 from __future__ import annotations
@@ -28,7 +28,11 @@ SCRIPT = textwrap.dedent(
 
     found = {}
     spark.start_in_background("local[1]")
-    time.sleep(0.5)
+    # stopped as soon as its first process is there: the JVM behind it takes seconds to start (a fixed
+    # half second was too short on a busy machine, where importing PySpark alone can take longer)
+    deadline = time.monotonic() + 60
+    while not spark._children() and time.monotonic() < deadline:
+        time.sleep(0.02)
     found["starting_children"] = sorted(spark._children())
     spark.stop_spark()
     found["after_starting_stop"] = sorted(p for p in spark._children() if alive(p))
