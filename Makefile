@@ -102,4 +102,4 @@ matrix: provision
 
 ## Audit benchmark: Spark vs the pure-Python reference on synthetic runs (slow: see docs/audit.md).
 bench: provision
-	$(BIN)/python benchmarks/audit_bench.py --records 1000000 --records 3000000 --records 5000000 --records 10000000 --timeout 3600 --memory-limit-mb 19000
+	$(BIN)/python benchmarks/audit_bench.py --records 1000000 --records 3000000 --records 5000000 --records 10000000 --cores 1,2 --timeout 3600 --memory-limit-mb 19000

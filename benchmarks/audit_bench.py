@@ -1,7 +1,7 @@
 """Audit benchmark: a synthetic clean run of N records, audited by Spark, the reference and a yardstick.
 
     python benchmarks/audit_bench.py --records 1000000 --records 10000000 [--timeout 3600]
-        [--engines spark,yardstick,reference] [--json results.jsonl] [--yardstick-threads 2]
+        [--engines spark,yardstick,reference] [--cores 1,2] [--json results.jsonl]
 
 Each record is a send (invoke + ok outcome), one delivery to the group and one log record; the history
 is written as ``history/events.parquet`` exactly as the recorder writes it (schema and metadata), the
@@ -10,8 +10,12 @@ no per-record Python objects).
 
 Engines (``--engines``, a comma list, any subset, run in that order): ``spark`` (the Spark job),
 ``reference`` (the pure-Python reference) and ``yardstick`` (the core checks as one DuckDB SQL statement
-over the same files, :mod:`benchmarks.yardstick`; ``--yardstick-threads`` DuckDB threads, at most
-``--yardstick-memory-mb`` of DuckDB memory, beyond which it spills to disk).
+over the same files, :mod:`benchmarks.yardstick`; at most ``--yardstick-memory-mb`` of DuckDB memory,
+beyond which it spills to disk).
+
+Cores (``--cores``, a comma list, default: this machine's): at each size, Spark runs as ``local[N]`` and the
+yardstick with ``N`` DuckDB threads for each ``N``, so the ratio between them is measured as cores grow. The
+reference is one Python thread: it runs once per size (its line says ``cores`` 1).
 
 Each engine runs in its own subprocess, cold (reading the files is part of the cost). The parent samples
 the resident memory of the worker's whole process tree (Python driver + the JVM it starts, whose
@@ -44,7 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.yardstick import DEFAULT_MEMORY_MB, DEFAULT_THREADS, figures_from_facts  # noqa: E402
+from benchmarks.yardstick import DEFAULT_MEMORY_MB, figures_from_facts  # noqa: E402
 
 RUN = "bench"
 PARTITIONS = 8
@@ -224,13 +228,14 @@ def generate(run_dir: Path, records: int) -> None:
         history.write_table(table(PARTITIONS, ends))
 
 
-def worker(engine: str, run_dir: Path, out: Path, threads: int, memory_mb: int) -> None:
-    """Audit ``run_dir`` with one engine; write the facts (the yardstick: its figures) as JSON to ``out``."""
+def worker(engine: str, run_dir: Path, out: Path, cores: int, memory_mb: int) -> None:
+    """Audit ``run_dir`` with one engine on ``cores`` (Spark ``local[cores]``, DuckDB threads); write the
+    facts (the yardstick: its figures) as JSON to ``out``."""
     started = time.monotonic()
     if engine == "yardstick":
         from benchmarks.yardstick import yardstick
 
-        figures = yardstick(run_dir, threads=threads, memory_mb=memory_mb, spill_dir=run_dir.parent)
+        figures = yardstick(run_dir, threads=cores, memory_mb=memory_mb, spill_dir=run_dir.parent)
         elapsed = time.monotonic() - started
         out.write_text(json.dumps({"audit_s": elapsed, "figures": figures["figures"]}, sort_keys=True))
         return
@@ -254,7 +259,7 @@ def worker(engine: str, run_dir: Path, out: Path, threads: int, memory_mb: int) 
         from chaos.history.reader import to_spark
 
         spark = spark_session(
-            os.environ.get("BENCH_MASTER", "local[*]"),
+            os.environ.get("BENCH_MASTER", f"local[{cores}]"),
             driver_memory=os.environ.get("BENCH_DRIVER_MEMORY", "4g"),
         )
         spark.sparkContext.setLogLevel("ERROR")
@@ -351,15 +356,16 @@ def compare(engine: str, done: dict[str, dict[str, Any]]) -> tuple[str | None, s
 
 
 def json_line(
-    records: int, r: dict[str, Any], done: dict[str, dict[str, Any]], load: float
+    records: int, cores: int, r: dict[str, Any], done: dict[str, dict[str, Any]], load: float
 ) -> dict[str, Any]:
-    """The ``--json`` object of one engine at one size (docs/audit.md, "Benchmark")."""
+    """The ``--json`` object of one engine at one size and core count (docs/audit.md, "Benchmark")."""
     engine = r["engine"]
     compared_to, compared_on, equal = compare(engine, done)
     yard = done.get("yardstick")
     finished = "reason" not in r
     return {
         "records": records,
+        "cores": 1 if engine == "reference" else cores,
         "engine": engine,
         "seconds": round(r["wall_s"], 3),
         "audit_seconds": round(r["audit_s"], 3) if finished else None,
@@ -389,6 +395,17 @@ def engine_list(text: str) -> list[str]:
     return names
 
 
+def core_list(text: str) -> list[int]:
+    """``--cores``: a comma list of distinct positive core counts."""
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1 or len(set(counts)) != len(counts):
+        raise argparse.ArgumentTypeError(f"expected a comma list of distinct positive integers; got {text!r}")
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -400,6 +417,12 @@ def main(argv: list[str] | None = None) -> int:
         default=list(ENGINES),
         help=f"comma list, any subset of {','.join(ENGINES)}, run in that order (default: all)",
     )
+    parser.add_argument(
+        "--cores",
+        type=core_list,
+        default=[os.cpu_count() or 1],
+        help="comma list: Spark local[N] and N yardstick threads for each N (default: this machine's cores)",
+    )
     parser.add_argument("--json", type=Path, help="write one JSON object per size and engine to this file")
     parser.add_argument("--timeout", type=float, default=3600.0, help="per engine and size, seconds")
     parser.add_argument(
@@ -408,7 +431,6 @@ def main(argv: list[str] | None = None) -> int:
         default=12_000.0,
         help="kill an engine whose process tree passes this",
     )
-    parser.add_argument("--yardstick-threads", type=int, default=DEFAULT_THREADS, help="DuckDB threads")
     parser.add_argument(
         "--yardstick-memory-mb",
         type=int,
@@ -420,22 +442,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        worker(args.worker, args.dir, args.out, args.yardstick_threads, args.yardstick_memory_mb)
+        worker(args.worker, args.dir, args.out, args.cores[0], args.yardstick_memory_mb)
         return 0
-    worker_args = [
-        f"--yardstick-threads={args.yardstick_threads}",
-        f"--yardstick-memory-mb={args.yardstick_memory_mb}",
-    ]
     print(
-        f"# {os.cpu_count()} cores; limits: {args.timeout:,.0f} s, {args.memory_limit_mb:,.0f} MB per engine;"
-        f" yardstick: {args.yardstick_threads} DuckDB threads, {args.yardstick_memory_mb:,} MB"
+        f"# {os.cpu_count()} cores on this machine, benched on {','.join(map(str, args.cores))}; limits:"
+        f" {args.timeout:,.0f} s, {args.memory_limit_mb:,.0f} MB per engine; yardstick:"
+        f" {args.yardstick_memory_mb:,} MB"
     )
-    print(f"{'records':>11} {'engine':>9} {'wall s':>8} {'audit s':>8} {'peak MB':>8}  load   note")
+    header = ("records", "cores", "engine", "wall s", "audit s", "peak MB")
+    print(" ".join(f"{h:>{w}}" for h, w in zip(header, (11, 5, 9, 8, 8, 8), strict=True)) + "  load   note")
     status = 0
     json_out = args.json.open("w") if args.json else None
     try:
         for records in args.records or [1_000_000]:
-            if not bench_size(records, args, worker_args, json_out):
+            if not bench_size(records, args, json_out):
                 status = 1
     finally:
         if json_out:
@@ -443,38 +463,61 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def bench_size(records: int, args: argparse.Namespace, worker_args: list[str], json_out: Any) -> bool:
-    """Generate one run, audit it with each engine, print the rows, write the JSON lines; ``False`` when a
-    comparison differs."""
+def bench_size(records: int, args: argparse.Namespace, json_out: Any) -> bool:
+    """Generate one run, audit it with each engine on each core count, print the rows, write the JSON
+    lines; ``False`` when a comparison differs."""
+    lines: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="audit-bench-") as tmp:
         run_dir = Path(tmp) / "run"
         t = time.monotonic()
         generate(run_dir, records)
         size = sum(p.stat().st_size for p in run_dir.rglob("*.parquet")) / 1e6
         print(f"# generated {records:,} records in {time.monotonic() - t:.1f} s ({size:.0f} MB Parquet)")
-        done: dict[str, dict[str, Any]] = {}
-        results: list[tuple[dict[str, Any], float]] = []
-        for engine in args.engines:
-            load = os.getloadavg()[0]
-            r = run_engine(engine, run_dir, args.timeout, args.memory_limit_mb, worker_args)
-            load = max(load, os.getloadavg()[0])
-            audit = f"{r['audit_s']:8.1f}" if "audit_s" in r else f"{'-':>8}"
-            if "reason" in r:
-                note = r["reason"]
-            else:
-                done[engine] = r
-                figures = r["figures"]
-                counts = [report["count"] for _, report in r["facts"]["anomalies"]] if "facts" in r else []
-                anomalies = sum(counts or figures["anomalies"].values())
-                note = f"sends={figures['totals']['sends']:,} anomalies={anomalies}"
-            row = f"{records:>11,} {engine:>9} {r['wall_s']:8.1f} {audit} {r['peak_mb']:8.0f}"
-            print(f"{row}  {load:5.1f}  {note}", flush=True)
-            results.append((r, load))
-    lines = [json_line(records, r, done, load) for r, load in results]
+        reference: dict[str, Any] | None = None  # one Python thread: audited once per size
+        for cores in args.cores:
+            worker_args = [f"--cores={cores}", f"--yardstick-memory-mb={args.yardstick_memory_mb}"]
+            done: dict[str, dict[str, Any]] = {}
+            results: list[tuple[dict[str, Any], float]] = []
+            for engine in args.engines:
+                if engine == "reference" and cores != args.cores[0]:
+                    continue
+                load = os.getloadavg()[0]
+                r = run_engine(engine, run_dir, args.timeout, args.memory_limit_mb, worker_args)
+                load = max(load, os.getloadavg()[0])
+                if "reason" not in r:
+                    done[engine] = r
+                _print_row(records, 1 if engine == "reference" else cores, r, load)
+                results.append((r, load))
+            if reference is None and "reference" in done:
+                reference = done["reference"]
+            elif reference is not None:
+                done["reference"] = reference
+            of_cores = [json_line(records, cores, r, done, load) for r, load in results]
+            _print_comparisons(records, cores, of_cores)
+            lines.extend(of_cores)
     if json_out:
         for line in lines:
             json_out.write(json.dumps(line, sort_keys=True) + "\n")
         json_out.flush()
+    return all(line["facts_equal"] is not False for line in lines)
+
+
+def _print_row(records: int, cores: int, r: dict[str, Any], load: float) -> None:
+    audit = f"{r['audit_s']:8.1f}" if "audit_s" in r else f"{'-':>8}"
+    if "reason" in r:
+        note = r["reason"]
+    else:
+        figures = r["figures"]
+        counts = [report["count"] for _, report in r["facts"]["anomalies"]] if "facts" in r else []
+        anomalies = sum(counts or figures["anomalies"].values())
+        note = f"sends={figures['totals']['sends']:,} anomalies={anomalies}"
+    row = f"{records:>11,} {cores:>5} {r['engine']:>9} {r['wall_s']:8.1f} {audit} {r['peak_mb']:8.0f}"
+    print(f"{row}  {load:5.1f}  {note}", flush=True)
+
+
+def _print_comparisons(records: int, cores: int, lines: list[dict[str, Any]]) -> None:
+    """The ``#`` line after one size and core count: which comparisons held, each engine's ratio to the
+    yardstick."""
     notes = []
     for line in lines:
         if line["compared_to"] is not None and line["engine"] != "reference":
@@ -483,8 +526,8 @@ def bench_size(records: int, args: argparse.Namespace, worker_args: list[str], j
         if line["engine"] != "yardstick" and line["x_yardstick"] is not None:
             notes.append(f"{line['engine']}/yardstick {line['x_yardstick']:.1f}x")
     if notes:
-        print(f"# {records:,}: " + "; ".join(notes), flush=True)
-    return all(line["facts_equal"] is not False for line in lines)
+        unit = "core" if cores == 1 else "cores"
+        print(f"# {records:,} on {cores} {unit}: " + "; ".join(notes), flush=True)
 
 
 if __name__ == "__main__":

@@ -200,11 +200,14 @@ def spark_audit(
         )
     log = log.select(*LOG_COLUMNS)
 
-    held: list[DataFrame] = []  # persisted frames, released at the end whatever happens
+    # materialised frames (local checkpoints: what reads them plans over their rows, not over the plan
+    # that made them), released at the end whatever happens
+    held: list[DataFrame] = []
 
     def hold(df: DataFrame) -> DataFrame:
-        held.append(df.persist(StorageLevel.MEMORY_AND_DISK))
-        return df
+        kept = df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        held.append(kept)
+        return kept
 
     with _cancelled_after(spark, timeout_s), sized(h):
         try:
@@ -223,9 +226,9 @@ def spark_audit(
                 fast_path=not log_missing,
                 commits=commits,
             )
-            hold(per_value).count()  # materialised now, so what it was built from can go
+            per_value = hold(per_value)  # materialised now, so what it was built from can go
             for df in scratch:
-                df.unpersist()
+                _release(df)
             windows = hold(_fault_windows(F, control))  # small; read by three parts
             bounds = _group_bounds(F, control, deliveries)
             by_part: dict[str, list[Any]] = defaultdict(list)
@@ -240,7 +243,7 @@ def spark_audit(
             leaves = _leaves(F, control)
         finally:
             for df in held:
-                df.unpersist()
+                _release(df)
     return _facts(by_part, options, log_missing=log_missing, bounds=bounds, leaves=leaves)
 
 
@@ -258,6 +261,15 @@ def _scanned(
     delivery_columns = ("run_id", "topic", "partition", "offset", "mono", "index", "process")
     deliveries = hold(h.where(kind == "delivery").select(*delivery_columns, "member", "value_id", "ts"))
     return control, acks, deliveries
+
+
+def _release(df: DataFrame) -> None:
+    """Drop the rows of ``df``, a local checkpoint :func:`spark_audit` made. A Spark Connect server drops
+    them itself once the client lets go of the frame."""
+    if is_connect_session(df.sparkSession):
+        return
+    with contextlib.suppress(Exception):  # a JVM that died must not hide why
+        df._jdf.queryExecution().logical().rdd().unpersist(False)
 
 
 def _local_frame(spark: Any, rows: list[tuple[Any, ...]], ddl: str) -> DataFrame:
@@ -430,9 +442,7 @@ def _instances(
         .unionByName(ordered_sends)
         .unionByName(inconsistent)
     )
-    instances = hold(instances.unionByName(polls))
-    instances.count()
-    return instances
+    return hold(instances.unionByName(polls))
 
 
 def _send_chains(F: Any, Window: Any, per_value: DataFrame) -> DataFrame:

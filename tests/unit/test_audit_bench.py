@@ -31,6 +31,7 @@ BENCH = Path(audit_bench.__file__)
 RECORDS = 2_000
 FIELDS = {
     "records",
+    "cores",
     "engine",
     "seconds",
     "audit_seconds",
@@ -100,6 +101,30 @@ def test_yardstick_and_reference_agree_end_to_end(tmp_path: Path) -> None:
     assert sum(window[phase]["count"] for phase in ("before", "during", "after")) == RECORDS
     assert "yardstick's figures vs reference's: equal" in done.stdout
     assert "reference/yardstick" in done.stdout
+
+
+def test_each_core_count_gets_its_lines_and_the_reference_runs_once(tmp_path: Path) -> None:
+    done, lines = bench(tmp_path, "--engines", "yardstick,reference", "--cores", "1,2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [(line["engine"], line["cores"]) for line in lines] == [
+        ("yardstick", 1),
+        ("reference", 1),
+        ("yardstick", 2),
+    ]
+    for line in lines:
+        assert set(line) == FIELDS
+        assert line["facts_equal"] is True
+    # on 2 cores the yardstick is still compared to the reference audited on the first count
+    assert lines[2]["compared_to"] == "reference"
+    assert lines[2]["figures"] == lines[1]["figures"]
+    assert f"# {RECORDS:,} on 1 core: " in done.stdout
+    assert f"# {RECORDS:,} on 2 cores: yardstick's figures vs reference's: equal" in done.stdout
+
+
+@pytest.mark.parametrize("bad", ["", "0", "1,1", "two"])
+def test_core_counts_are_checked(bad: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="distinct positive integers"):
+        audit_bench.core_list(bad)
 
 
 def test_an_engine_past_its_limit_gets_a_line(tmp_path: Path) -> None:

@@ -223,15 +223,32 @@ def test_facts_that_cannot_be_established_make_the_verdict_unknown() -> None:
 def test_spark_agrees_on_hand_cases_and_unreadable_topic(audit_spark: Any) -> None:
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
+    from chaos.audit import sparkjob
     from chaos.audit.sparkjob import spark_audit
 
     runs = {**_problem_runs(), "transform": _transform_run("transform")}
     history = arrow_to_spark(audit_spark, pa.concat_tables([history_table(ev) for ev, _ in runs.values()]))
     log = arrow_to_spark(audit_spark, pa.concat_tables([log_table(lg, run) for run, (_, lg) in runs.items()]))
-    got = spark_audit(history, log)
+    kept = audit_spark.sparkContext._jsc.getPersistentRDDs
+    held: list[int] = []
+    release = sparkjob._release
+
+    def counted(df: Any) -> None:
+        held.append(kept().size())
+        release(df)
+
+    before = kept().size()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sparkjob, "_release", counted)
+        got = spark_audit(history, log)
     assert got == {run: reference_audit(ev, lg, run_id=run) for run, (ev, lg) in runs.items()}
+    # the frames the job materialised were held while it ran, and none is left in the session after it
+    assert held
+    assert max(held) > before
+    assert kept().size() == before
     unread = spark_audit(history, None)
     assert unread == {run: reference_audit(ev, None, run_id=run) for run, (ev, _) in runs.items()}
+    assert kept().size() == before
 
 
 def _facts(**counts: int) -> AuditFacts:
