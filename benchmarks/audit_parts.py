@@ -3,10 +3,11 @@
     python benchmarks/audit_parts.py --records 1000000 [--master 'local[*]'] [--driver-memory 4g]
 
 Builds the job's frames as :func:`chaos.audit.sparkjob.spark_audit` does (the same private functions, in the
-same order), persists the shared ones, then forces each part alone and prints its seconds; last the union
-of every part in one collect, as the audit's final action. Each part's figure includes its reads of the
-persisted frames, so the parts do not add up to the union. The run is generated as ``make bench`` generates
-it (:func:`benchmarks.audit_bench.generate`) into a temporary directory. Timed alone (it uses every core).
+same order), materialises the shared ones as it does (local checkpoints), then forces each part alone and
+prints its seconds; last the union of every part in one collect, as the audit's final action. Each part's
+figure includes its reads of the shared frames, so the parts do not add up to the union. The run is
+generated as ``make bench`` generates it (:func:`benchmarks.audit_bench.generate`) into a temporary
+directory. Timed alone (it uses every core).
 """
 
 from __future__ import annotations
@@ -42,8 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def profile(run: Path, master: str, driver_memory: str) -> None:
     """Print each part's seconds for the run at ``run`` (history + ``log.parquet``)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import DataFrame, Window
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     import chaos.audit.sparkjob as job
@@ -64,22 +64,19 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
         last = now
         return value
 
-    def hold(frame: DataFrame) -> DataFrame:
-        return frame.persist(StorageLevel.MEMORY_AND_DISK)
+    hold = job._materialised  # computes the frame: its time is the step's that holds it
 
     h = to_spark(spark, run).select(*job.HISTORY_COLUMNS)
     log = spark.read.parquet(str(run / "log.parquet")).select(*job.LOG_COLUMNS)
     with sized(h):
-        control, acks, deliveries = job._scanned(F, h, hold)
-        timed("control events (scan, persist)", control.count)
-        timed("acks (scan, persist)", acks.count)
-        timed("deliveries (scan, persist)", deliveries.count)
+        control, acks, deliveries = timed(
+            "control events, acks, deliveries (scans)", lambda: job._scanned(F, h, hold)
+        )
         attempts, commits = job._txn_attempts(F, control)
         per_value, _ = job._per_value(
             F, Window, h, control, log, DEFAULT_OPTIONS, hold, attempts, fast_path=True, commits=commits
         )
-        per_value = hold(per_value)
-        timed("per value (persist)", per_value.count)
+        per_value = timed("per value", lambda: hold(per_value))
         windows = hold(job._fault_windows(F, control))
         bounds = timed("fault windows, group bounds", lambda: job._group_bounds(F, control, deliveries))
         polls = job._poll_order(
@@ -102,9 +99,7 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
             strict=True,
         ):
             timed(label, part.collect)
-        instances = timed(
-            "anomaly instances (persist)", lambda: job._instances(F, Window, h, per_value, polls, hold)
-        )
+        instances = timed("anomaly instances", lambda: job._instances(F, Window, h, per_value, polls, hold))
         union = job._parts(
             F, Window, h, control, acks, deliveries, per_value, windows, bounds, DEFAULT_OPTIONS, instances
         )

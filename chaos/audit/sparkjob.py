@@ -24,7 +24,7 @@ run; the revoke / lost callbacks), no Python UDFs:
    transaction status, deliveries, distinct log positions); each row then emits only what it adds — the
    value's counts and per-value anomaly instances (lost, unseen, duplicated, aborted reads, duplicate
    deliveries, unexpected records) on its first row, an observed position, a reorder-chain link. Both
-   paths give a clean value the same single row. That table is persisted and materialised (a count).
+   paths give a clean value the same single row. That table is materialised as a local checkpoint (below).
    The anomaly instances (those decided per value, the send chains', the inconsistent offsets, the poll
    checks') are materialised once too (:func:`_instances`): two parts read them.
    Transactions (docs/audit.md, "Transactions"): the attempts are paired on the driver
@@ -53,6 +53,12 @@ run; the revoke / lost callbacks), no Python UDFs:
    group's first and last events are collected first (:func:`_group_bounds`, one row per run), so the
    series' points are laid out on the driver by :func:`chaos.audit.model.lag_grid`; handovers are paired
    there by :func:`chaos.audit.model.longest_handover`, with the revoke / lost callbacks (few).
+
+Every frame that several parts read (the history's control events, acks and deliveries, the value
+summary, the per-value rows, the instances, the fault windows) is a *local checkpoint*: its rows are
+computed once and kept by the executors (memory, then disk), and what reads them is planned over those
+rows instead of over the plan that made them — the plans Spark analyses, optimises and matches stay
+small (docs/audit.md, "Local checkpoints"). They are released when the audit ends, whatever happens.
 
 Only small per-run parts — counts, the first N examples per anomaly, availability figures, per partition
 its longest stall and owner changes, the lag points — reach the driver, in one ``collect``. Jobs still
@@ -184,7 +190,6 @@ def spark_audit(
 
     :raises AuditError: the jobs did not finish within ``timeout_s`` (they are cancelled).
     """
-    from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -205,7 +210,7 @@ def spark_audit(
     held: list[DataFrame] = []
 
     def hold(df: DataFrame) -> DataFrame:
-        kept = df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        kept = _materialised(df)
         held.append(kept)
         return kept
 
@@ -261,6 +266,14 @@ def _scanned(
     delivery_columns = ("run_id", "topic", "partition", "offset", "mono", "index", "process")
     deliveries = hold(h.where(kind == "delivery").select(*delivery_columns, "member", "value_id", "ts"))
     return control, acks, deliveries
+
+
+def _materialised(df: DataFrame) -> DataFrame:
+    """``df`` computed now, as a local checkpoint (its rows kept by the executors, in memory, then on disk):
+    what reads it is planned over those rows. :func:`_release` drops them."""
+    from pyspark import StorageLevel
+
+    return df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
 
 def _release(df: DataFrame) -> None:
@@ -497,7 +510,7 @@ def _poll_order(
     First each consumer's (process, member) deliveries of a partition, the rolled-back ones left out, in
     record order (one shuffle of the deliveries): a delivery whose predecessor is at or above its offset,
     with no rebalance callback or seek of its process between them, is nonmonotonic; one whose predecessor
-    is more than one offset below is a candidate skip. These few rows are persisted and counted. Only if
+    is more than one offset below is a candidate skip. These few rows are materialised and counted. Only if
     there are candidates, the log at the group's isolation level — of the partitions that hold one — is
     sorted with each candidate's two ends: the running count of distinct visible offsets at its ends says
     whether a visible record lies strictly between them."""
@@ -593,7 +606,7 @@ def _per_value(
 
     ``fast_path``: values whose events are those of one clean send (:func:`_clean_values`) skip the sort;
     only the rows of the others go through :func:`_traced` — none at all when every value is clean. Both
-    give a clean value the same single row. Returns the rows and the frames persisted (through ``hold``)
+    give a clean value the same single row. Returns the rows and the frames held (through ``hold``)
     to build them, which can go once the rows are materialised.
     """
     rows = _value_rows(F, h, control, log, attempts)
