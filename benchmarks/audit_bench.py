@@ -358,14 +358,14 @@ def compare(engine: str, done: dict[str, dict[str, Any]]) -> tuple[str | None, s
 def json_line(
     records: int, cores: int, r: dict[str, Any], done: dict[str, dict[str, Any]], load: float
 ) -> dict[str, Any]:
-    """The ``--json`` object of one engine at one size and core count (docs/audit.md, "Benchmark")."""
+    """The ``--json`` object of one engine at one size on ``cores`` (docs/audit.md, "Benchmark")."""
     engine = r["engine"]
     compared_to, compared_on, equal = compare(engine, done)
     yard = done.get("yardstick")
     finished = "reason" not in r
     return {
         "records": records,
-        "cores": 1 if engine == "reference" else cores,
+        "cores": cores,
         "engine": engine,
         "seconds": round(r["wall_s"], 3),
         "audit_seconds": round(r["audit_s"], 3) if finished else None,
@@ -476,23 +476,21 @@ def bench_size(records: int, args: argparse.Namespace, json_out: Any) -> bool:
         reference: dict[str, Any] | None = None  # one Python thread: audited once per size
         for cores in args.cores:
             worker_args = [f"--cores={cores}", f"--yardstick-memory-mb={args.yardstick_memory_mb}"]
-            done: dict[str, dict[str, Any]] = {}
-            results: list[tuple[dict[str, Any], float]] = []
+            done: dict[str, dict[str, Any]] = {} if reference is None else {"reference": reference}
+            results: list[tuple[dict[str, Any], int, float]] = []
             for engine in args.engines:
                 if engine == "reference" and cores != args.cores[0]:
                     continue
+                on = 1 if engine == "reference" else cores
                 load = os.getloadavg()[0]
                 r = run_engine(engine, run_dir, args.timeout, args.memory_limit_mb, worker_args)
                 load = max(load, os.getloadavg()[0])
                 if "reason" not in r:
                     done[engine] = r
-                _print_row(records, 1 if engine == "reference" else cores, r, load)
-                results.append((r, load))
-            if reference is None and "reference" in done:
-                reference = done["reference"]
-            elif reference is not None:
-                done["reference"] = reference
-            of_cores = [json_line(records, cores, r, done, load) for r, load in results]
+                _print_row(records, on, r, load)
+                results.append((r, on, load))
+            reference = done.get("reference")
+            of_cores = [json_line(records, on, r, done, load) for r, on, load in results]
             _print_comparisons(records, cores, of_cores)
             lines.extend(of_cores)
     if json_out:
