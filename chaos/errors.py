@@ -55,6 +55,14 @@ class ClusterError(ChaosError):
     """The Kafka cluster could not be started or inspected; messages carry the broker log tail."""
 
 
+class KafkaErrorAnswer(ClusterError):
+    """A broker answered a request with a Kafka error code (``code``): an answer, not a timeout."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class ClusterStartTimeout(ClusterError):
     """The cluster did not become ready in time."""
 

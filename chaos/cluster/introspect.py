@@ -11,10 +11,10 @@ client lacks (replica reassignment, unregistering a broker) go the same way, for
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from chaos.cluster import wire
-from chaos.errors import ClusterError
+from chaos.errors import ClusterError, KafkaErrorAnswer
 from chaos.run.events import PartitionState as PartitionState  # re-exported: the answer's type
 
 if TYPE_CHECKING:
@@ -64,6 +64,8 @@ def _ask(cluster: ClusterHandle, question: Callable[[Broker], T], what: str) -> 
     for broker in cluster.probe_order():
         try:
             answer = question(broker)
+        except KafkaErrorAnswer:
+            raise  # an answer: every broker forwards to the same controller
         except (OSError, ClusterError) as exc:
             errors.append(f"broker {broker.node_id}: {exc}")
             continue
@@ -327,10 +329,19 @@ def alter_reassignments(cluster: ClusterHandle, topic: str, replicas: dict[int, 
     _ask(cluster, ask, "AlterPartitionReassignments")
 
 
-def unregister_broker(cluster: ClusterHandle, broker_id: int) -> None:
-    """Remove a shut-down broker's registration from the KRaft metadata (UnregisterBroker)."""
+_BROKER_ID_NOT_REGISTERED: Final = 102
+
+
+def unregister_broker(cluster: ClusterHandle, broker_id: int, timeout_s: float = 10.0) -> None:
+    """Remove a shut-down broker's registration from the KRaft metadata (UnregisterBroker). Idempotent: a
+    broker no longer registered counts as done (an earlier request whose answer timed out went through).
+    ``timeout_s`` per broker asked: the request is forwarded to the controller, which commits a record."""
 
     def ask(broker: Broker) -> None:
-        wire.unregister_broker("127.0.0.1", broker.ext_port, broker_id, PROBE_TIMEOUT_S)
+        try:
+            wire.unregister_broker("127.0.0.1", broker.ext_port, broker_id, timeout_s)
+        except KafkaErrorAnswer as exc:
+            if exc.code != _BROKER_ID_NOT_REGISTERED:
+                raise
 
     _ask(cluster, ask, "UnregisterBroker")

@@ -18,7 +18,7 @@ import struct
 import time
 from dataclasses import dataclass
 
-from chaos.errors import ClusterError
+from chaos.errors import ClusterError, KafkaErrorAnswer
 
 _API_VERSIONS = 18
 _DESCRIBE_QUORUM = 55
@@ -350,8 +350,8 @@ def _flexible_call(host: str, port: int, api_key: int, body: bytes, timeout_s: f
 
 def _raise_for(what: str, error: int, message: str | None) -> None:
     if error:
-        raise ClusterError(
-            f"{what} failed with Kafka error code {error}" + (f": {message}" if message else "")
+        raise KafkaErrorAnswer(
+            f"{what} failed with Kafka error code {error}" + (f": {message}" if message else ""), error
         )
 
 

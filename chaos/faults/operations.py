@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from chaos.errors import ClusterError, FaultError
+from chaos.errors import ClusterError, FaultError, KafkaErrorAnswer
 from chaos.faults.base import Effect, Fault, FaultLog, Param
 from chaos.faults.process import container_effect
 from chaos.faults.targets import ActiveController, Target
@@ -360,12 +360,23 @@ class RemoveBroker(Fault):
 
         return registered_brokers(self.cluster)
 
-    def _until(self, what: str, done: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + self.timeout_s
-        while not done():
+    def _until(self, what: str, done: Callable[[], bool], timeout_s: float | None = None) -> None:
+        """Poll ``done`` until it holds; ``done`` may raise :class:`ClusterError` for "not yet" (the last one
+        is named if the deadline passes)."""
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + limit
+        last = ""
+        while True:
+            try:
+                if done():
+                    return
+            except KafkaErrorAnswer:
+                raise
+            except ClusterError as exc:
+                last = f" (last: {str(exc).splitlines()[0]})"
             if time.monotonic() >= deadline:
                 raise FaultError(
-                    f"remove_broker on brokers {self.brokers}: {what} not seen in {self.timeout_s:.0f} s\n"
+                    f"remove_broker on brokers {self.brokers}: {what} not seen in {limit:.0f} s{last}\n"
                     "  fix: check the other brokers are up and the quorum has a leader"
                 )
             time.sleep(_POLL_S)
@@ -377,18 +388,14 @@ class RemoveBroker(Fault):
         self.cluster.broker(broker_id).docker.stop(timeout=30)
         self._until(f"broker {broker_id} fenced", lambda: broker_id not in self._registered())
 
+        # every broker may time out for a while (the controller busy just after the fencing, or electing a
+        # new quorum leader when the broker stopped led it; 2 cores under load): ask again until the
+        # restart's deadline; an answer with a Kafka error code is final
         def unregistered() -> bool:
-            try:
-                unregister_broker(self.cluster, broker_id)
-            except ClusterError as exc:
-                # every broker timed out (the controller busy just after the fencing, 2 cores under load):
-                # ask again; an answer with a Kafka error code is final
-                if "Kafka error code" in str(exc):
-                    raise
-                return False
+            unregister_broker(self.cluster, broker_id)
             return True
 
-        self._until(f"broker {broker_id} unregistered", unregistered)
+        self._until(f"broker {broker_id} unregistered", unregistered, self.restart_timeout_s)
         self.note(f"broker {broker_id} stopped and unregistered")
 
     def _effect(self) -> Effect | None:

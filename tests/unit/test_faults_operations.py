@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chaos.cluster import introspect
-from chaos.errors import ClusterError, FaultError
+from chaos.errors import ClusterError, FaultError, KafkaErrorAnswer
 from chaos.faults.base import Effect, Fault, FaultLog
 from chaos.faults.operations import AddPartitions, PreferredElection, ReassignReplicas, RemoveBroker
 from chaos.run.events import PartitionState
@@ -259,3 +259,86 @@ def test_a_removal_proven_by_its_container_when_no_broker_answers(
         "broker 2's container was exited just before the heal; the registrations could not be read then "
         "(no broker answered Metadata: broker 1: timed out)"
     )
+
+
+def test_an_unregistration_nobody_answers_is_asked_again_until_the_restart_deadline(
+    removable: tuple[MovingCluster, Stoppable], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster, _ = removable
+    asked: list[int] = []
+
+    def slow(kafka: Any, broker_id: int) -> None:
+        asked.append(broker_id)
+        if len(asked) < 3:  # the quorum electing a leader after the stopped broker led it
+            raise ClusterError("no broker answered UnregisterBroker: broker 1: timed out")
+
+    monkeypatch.setattr(introspect, "unregister_broker", slow)
+    removal = RemoveBroker(cluster, 2, timeout_s=0.1, restart_timeout_s=5, log=FaultLog())  # type: ignore[arg-type]
+    removal.inject().heal()
+    assert asked == [2, 2, 2]
+    assert removal.record is not None
+    assert "broker 2 stopped and unregistered" in removal.record.notes
+    assert removal.record.error is None
+
+    def silent(kafka: Any, broker_id: int) -> None:
+        asked.append(broker_id)
+        raise ClusterError("no broker answered UnregisterBroker: broker 1: timed out")
+
+    asked.clear()
+    monkeypatch.setattr(introspect, "unregister_broker", silent)
+    never = RemoveBroker(cluster, 2, timeout_s=0.1, restart_timeout_s=0.6, log=FaultLog())  # type: ignore[arg-type]
+    with pytest.raises(FaultError) as raised:
+        never.inject()
+    assert str(raised.value).startswith(
+        "remove_broker on brokers (2,): broker 2 unregistered not seen in 1 s (last: no broker answered "
+        "UnregisterBroker: broker 1: timed out)"
+    )
+    assert len(asked) >= 2
+
+
+def test_an_unregistration_answered_with_an_error_is_final(
+    removable: tuple[MovingCluster, Stoppable], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster, _ = removable
+    asked: list[int] = []
+
+    def refused(kafka: Any, broker_id: int) -> None:
+        asked.append(broker_id)
+        raise KafkaErrorAnswer("UnregisterBroker 2 via 127.0.0.1:1 failed with Kafka error code 35", 35)
+
+    monkeypatch.setattr(introspect, "unregister_broker", refused)
+    removal = RemoveBroker(cluster, 2, timeout_s=0.1, restart_timeout_s=5, log=FaultLog())  # type: ignore[arg-type]
+    with pytest.raises(KafkaErrorAnswer, match="error code 35"):
+        removal.inject()
+    assert asked == [2]
+
+
+def test_unregistering_a_broker_no_longer_registered_is_done_and_other_errors_are_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from chaos.cluster import wire
+
+    brokers = [SimpleNamespace(node_id=n, ext_port=9000 + n) for n in (1, 2)]
+    cluster = SimpleNamespace(probe_order=lambda: iter(brokers), answered=lambda broker: None)
+    ports: list[int] = []
+    code = {"value": 102}  # BROKER_ID_NOT_REGISTERED: an earlier request, its answer timed out, went through
+
+    def answer(host: str, port: int, broker_id: int, timeout_s: float) -> None:
+        ports.append(port)
+        if port == 9001:
+            raise OSError("timed out")
+        raise KafkaErrorAnswer(
+            f"UnregisterBroker {broker_id} failed with Kafka error code {code['value']}", code["value"]
+        )
+
+    monkeypatch.setattr(wire, "unregister_broker", answer)
+    introspect.unregister_broker(cluster, 3)
+    assert ports == [9001, 9002]
+    code["value"] = 41  # NOT_CONTROLLER: final, not asked of the next broker
+    brokers.reverse()
+    ports.clear()
+    with pytest.raises(KafkaErrorAnswer, match="code 41"):
+        introspect.unregister_broker(cluster, 3)
+    assert ports == [9002]
