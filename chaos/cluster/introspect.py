@@ -319,12 +319,14 @@ def wait_healthy(cluster: ClusterHandle, timeout_s: float) -> None:
     )
 
 
-def alter_reassignments(cluster: ClusterHandle, topic: str, replicas: dict[int, tuple[int, ...]]) -> None:
+def alter_reassignments(
+    cluster: ClusterHandle, topic: str, replicas: dict[int, tuple[int, ...]], timeout_s: float = 10.0
+) -> None:
     """Start moving each partition of ``topic`` to its ``replicas`` (AlterPartitionReassignments, through
-    the first broker that answers); the replicas catch up after this returns."""
+    the first broker that answers within ``timeout_s``); the replicas catch up after this returns."""
 
     def ask(broker: Broker) -> None:
-        wire.alter_partition_reassignments("127.0.0.1", broker.ext_port, topic, replicas, PROBE_TIMEOUT_S)
+        wire.alter_partition_reassignments("127.0.0.1", broker.ext_port, topic, replicas, timeout_s)
 
     _ask(cluster, ask, "AlterPartitionReassignments")
 

@@ -39,6 +39,28 @@ OPERATION_TIMEOUT_S: Final = 30.0
 _POLL_S: Final = 0.25
 
 
+def _poll(fault: Fault, what: str, done: Callable[[], bool], timeout_s: float) -> None:
+    """Call ``done`` until it holds. A :class:`ClusterError` from it is "no answer yet" — a request the
+    brokers forward to a busy or electing controller — named if ``timeout_s`` runs out; a
+    :class:`KafkaErrorAnswer` is an answer, final."""
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while True:
+        try:
+            if done():
+                return
+        except KafkaErrorAnswer:
+            raise
+        except ClusterError as exc:
+            last = f" (last: {str(exc).splitlines()[0]})"
+        if time.monotonic() >= deadline:
+            raise FaultError(
+                f"{fault.kind} on {fault.target_text}: {what} not seen in {timeout_s:.0f} s{last}\n"
+                "  fix: check the other brokers are up and the quorum has a leader"
+            )
+        time.sleep(_POLL_S)
+
+
 class _TopicOperation(Fault):
     """A fault on a topic: no broker is hit; the record's target is ``topic <name>``."""
 
@@ -282,7 +304,13 @@ class ReassignReplicas(_TopicOperation):
     def _move(self, replicas: tuple[int, ...]) -> None:
         from chaos.cluster.introspect import alter_reassignments
 
-        alter_reassignments(self.cluster, self.topic, {self.partition: replicas})
+        def asked() -> bool:
+            alter_reassignments(self.cluster, self.topic, {self.partition: replicas})
+            return True
+
+        # forwarded to the controller, which commits it: no broker may answer for a while (see RemoveBroker);
+        # asking again for the same replicas is harmless
+        _poll(self, f"AlterPartitionReassignments of p{self.partition} answered", asked, self.timeout_s)
         self._wait(
             f"partition {self.partition} on replicas {list(replicas)}, all in the ISR",
             lambda ps: any(
@@ -360,33 +388,12 @@ class RemoveBroker(Fault):
 
         return registered_brokers(self.cluster)
 
-    def _until(self, what: str, done: Callable[[], bool], timeout_s: float | None = None) -> None:
-        """Poll ``done`` until it holds; ``done`` may raise :class:`ClusterError` for "not yet" (the last one
-        is named if the deadline passes)."""
-        limit = self.timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + limit
-        last = ""
-        while True:
-            try:
-                if done():
-                    return
-            except KafkaErrorAnswer:
-                raise
-            except ClusterError as exc:
-                last = f" (last: {str(exc).splitlines()[0]})"
-            if time.monotonic() >= deadline:
-                raise FaultError(
-                    f"remove_broker on brokers {self.brokers}: {what} not seen in {limit:.0f} s{last}\n"
-                    "  fix: check the other brokers are up and the quorum has a leader"
-                )
-            time.sleep(_POLL_S)
-
     def _inject(self) -> None:
         from chaos.cluster.introspect import unregister_broker
 
         (broker_id,) = self.brokers
         self.cluster.broker(broker_id).docker.stop(timeout=30)
-        self._until(f"broker {broker_id} fenced", lambda: broker_id not in self._registered())
+        _poll(self, f"broker {broker_id} fenced", lambda: broker_id not in self._registered(), self.timeout_s)
 
         # every broker may time out for a while (the controller busy just after the fencing, or electing a
         # new quorum leader when the broker stopped led it; 2 cores under load): ask again until the
@@ -395,7 +402,7 @@ class RemoveBroker(Fault):
             unregister_broker(self.cluster, broker_id)
             return True
 
-        self._until(f"broker {broker_id} unregistered", unregistered, self.restart_timeout_s)
+        _poll(self, f"broker {broker_id} unregistered", unregistered, self.restart_timeout_s)
         self.note(f"broker {broker_id} stopped and unregistered")
 
     def _effect(self) -> Effect | None:
@@ -423,7 +430,7 @@ class RemoveBroker(Fault):
         self.cluster.restart_broker(broker_id, self.restart_timeout_s)
         registered_again = f"broker {broker_id} registered again"
         try:
-            self._until(registered_again, lambda: broker_id in self._registered())
+            _poll(self, registered_again, lambda: broker_id in self._registered(), self.timeout_s)
         except FaultError as exc:
             # UnregisterBroker names no broker epoch: one the quorum applied late (its request timed out
             # while the quorum was down, then went through) removes the registration of the broker we just
@@ -432,4 +439,4 @@ class RemoveBroker(Fault):
             self.note(f"{str(exc).splitlines()[0]}: restarting its process to register anew")
             self.cluster.broker(broker_id).docker.stop(timeout=30)
             self.cluster.restart_broker(broker_id, self.restart_timeout_s)
-            self._until(registered_again, lambda: broker_id in self._registered())
+            _poll(self, registered_again, lambda: broker_id in self._registered(), self.timeout_s)

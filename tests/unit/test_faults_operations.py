@@ -170,6 +170,28 @@ def test_a_reassignment_landed_when_the_metadata_lists_the_new_replicas(moving: 
     assert moving.states[0].replicas == (1, 2, 3)  # moved back by the heal
 
 
+def test_a_reassignment_nobody_answers_at_first_is_asked_again(
+    moving: MovingCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[tuple[int, ...]] = []
+    move_it = introspect.alter_reassignments
+
+    def busy(kafka: Any, topic: str, replicas: dict[int, tuple[int, ...]]) -> None:
+        asked.append(replicas[1])
+        if len(asked) == 1:  # the controller electing, or too busy to answer in time
+            raise ClusterError("no broker answered AlterPartitionReassignments: broker 1: timed out")
+        move_it(kafka, topic, replicas)
+
+    monkeypatch.setattr(introspect, "alter_reassignments", busy)
+    move = ReassignReplicas(moving, "t", 1, (3, 1), log=FaultLog())  # type: ignore[arg-type]
+    move.inject()
+    assert moving.states[1].replicas == (3, 1)
+    move.heal()
+    assert asked == [(3, 1), (3, 1), (1, 2, 3)]
+    assert move.record is not None
+    assert move.record.error is None
+
+
 def test_a_reassignment_to_the_replicas_it_has_is_idle(moving: MovingCluster) -> None:
     move = ReassignReplicas(moving, "t", 1, (1, 2, 3), log=FaultLog())  # type: ignore[arg-type]
     assert move.idle_reason() == "p1 is on replicas [1, 2, 3] already"
@@ -290,7 +312,7 @@ def test_an_unregistration_nobody_answers_is_asked_again_until_the_restart_deadl
     with pytest.raises(FaultError) as raised:
         never.inject()
     assert str(raised.value).startswith(
-        "remove_broker on brokers (2,): broker 2 unregistered not seen in 1 s (last: no broker answered "
+        "remove_broker on broker 2: broker 2 unregistered not seen in 1 s (last: no broker answered "
         "UnregisterBroker: broker 1: timed out)"
     )
     assert len(asked) >= 2
