@@ -79,6 +79,10 @@ class ToxiproxyError(ClusterError):
     """Toxiproxy's HTTP API refused a request or did not answer; the message carries its reply."""
 
 
+class ProxyPortTaken(ToxiproxyError):
+    """Toxiproxy could not listen on a proxy's port inside its container: something there holds it."""
+
+
 class FaultError(ChaosError):
     """A fault could not be injected or healed; the message says which and how to clean up."""
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import requests
 
-from chaos.errors import ToxiproxyError
+from chaos.errors import ProxyPortTaken, ToxiproxyError
 
 Stream = Literal["upstream", "downstream"]
 API_PORT = 8474
@@ -69,7 +69,15 @@ class Toxiproxy:
         return True
 
     def create(self, spec: ProxySpec) -> None:
-        self._call("POST", "/proxies", {"name": spec.name, "listen": spec.listen, "upstream": spec.upstream})
+        """Create and enable a proxy; :class:`ProxyPortTaken` when its listen port is in use in there."""
+        try:
+            self._call(
+                "POST", "/proxies", {"name": spec.name, "listen": spec.listen, "upstream": spec.upstream}
+            )
+        except ToxiproxyError as exc:
+            if "address already in use" in str(exc):
+                raise ProxyPortTaken(str(exc)) from exc
+            raise
 
     def proxies(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/proxies")

@@ -1,12 +1,24 @@
-"""start_on_free_ports: a start that finds a chosen port taken is undone and retried on fresh ports."""
+"""free_loopback_ports draws ports below the ephemeral range; start_on_free_ports: a start that finds a
+chosen port taken is undone and retried on fresh ports."""
 
 from __future__ import annotations
+
+import socket
+from pathlib import Path
 
 import docker.errors
 import pytest
 
-from chaos.cluster.ports import PORT_ATTEMPTS, start_on_free_ports, taken_port_message
-from chaos.errors import ClusterError
+from chaos.cluster import ports
+from chaos.cluster.ports import (
+    EPHEMERAL_LOW,
+    PORT_ATTEMPTS,
+    PORT_FLOOR,
+    free_loopback_ports,
+    start_on_free_ports,
+    taken_port_message,
+)
+from chaos.errors import ClusterError, ProxyPortTaken, ToxiproxyError
 
 
 def _taken(port: int, phrase: str = "port is already allocated") -> docker.errors.APIError:
@@ -97,3 +109,49 @@ def test_only_dockers_own_errors_count_as_a_taken_port() -> None:
     found = taken_port_message(wrapped)
     assert found is not None
     assert "127.0.0.1:4242" in found
+
+
+def test_ports_are_drawn_below_the_ephemeral_range_and_are_free() -> None:
+    """Docker's embedded DNS server listens on a random ephemeral port inside each container, where
+    Toxiproxy listens on the published numbers: a chosen port must never be one of those."""
+    chosen = free_loopback_ports(40)
+    assert len(set(chosen)) == 40
+    assert all(PORT_FLOOR <= port < EPHEMERAL_LOW for port in chosen)
+    for port in chosen:  # free: each binds
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+
+
+def test_a_port_in_use_is_skipped_and_the_kernel_picks_when_the_range_is_full(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        busy = held.getsockname()[1]
+        monkeypatch.setattr(ports, "PORT_FLOOR", busy)
+        monkeypatch.setattr(ports, "_ephemeral_low", lambda: busy + 1)  # the range: the busy port alone
+        chosen = free_loopback_ports(2)
+        assert busy not in chosen
+        assert len(set(chosen)) == 2  # the kernel's picks
+    monkeypatch.setattr(ports, "_ephemeral_low", lambda: busy + 1)
+    assert free_loopback_ports(1) == [busy]  # released: the range's one port is free again
+    range_file = tmp_path / "ip_local_port_range"
+    range_file.write_text("20000\t60999\n")
+    monkeypatch.undo()
+    monkeypatch.setattr(ports, "_EPHEMERAL_RANGE", range_file)
+    assert ports._ephemeral_low() == 20000  # a host whose range starts lower: below it
+    range_file.write_text("garbage")
+    assert ports._ephemeral_low() == EPHEMERAL_LOW
+
+
+def test_toxiproxy_unable_to_listen_on_a_chosen_port_counts_as_taken() -> None:
+    answer = ToxiproxyError(
+        "Toxiproxy answered 500 to POST /proxies {'listen': '0.0.0.0:34015'}: "
+        '{"error":"listen tcp 0.0.0.0:34015: bind: address already in use","status":500}'
+    )
+    taken = ProxyPortTaken(str(answer))
+    taken.__cause__ = answer
+    wrapped = ClusterError("cluster x: proxies not created")
+    wrapped.__cause__ = taken
+    assert taken_port_message(wrapped) == str(answer)
+    assert taken_port_message(answer) is None  # any other Toxiproxy answer is not a port matter
