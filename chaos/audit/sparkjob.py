@@ -43,8 +43,9 @@ run; the revoke / lost callbacks), no Python UDFs:
    history's few control events: rebalances, faults, drain ends, transaction markers): the longest gap
    between acks is found inside one-second buckets and across bucket edges (no single-task sort of every
    ack), and the nearest-rank latency percentiles through a histogram of log-scaled buckets, so only the
-   acks in the bucket that holds a wanted rank are sorted. The fault windows are paired on the driver by
-   :func:`chaos.history.windows.fault_windows`, the reference's rule (:func:`_fault_windows`). The
+   distinct latencies (counted) of the buckets that hold a wanted rank are sorted. The fault windows are
+   paired on the driver by :func:`chaos.history.windows.fault_windows`, the reference's rule
+   (:func:`_fault_windows`). The
    end-to-end latencies (each value's, on its first per-value row) go through the same histogram.
 4. **Consumer side** (:func:`_consumer`; docs/audit.md, "Consumer side") reads each send's readable record
    from the per-value rows and the deliveries (scanned once, kept in memory): one window per partition
@@ -1345,7 +1346,11 @@ def _availability(
 def _percentiles(F: Any, Window: Any, spark: Any, phased: DataFrame) -> DataFrame:
     """Part ``stat``: per ``(run_id, wid, phase)`` of ``phased`` the count and the nearest-rank latencies
     (:data:`PERCENTILES`): count the latencies per log-scaled bucket, find the bucket holding each wanted
-    rank, sort only that bucket's latencies."""
+    rank; in those buckets only, count each distinct latency and number them by a running count.
+
+    Counting before numbering matters when latencies repeat (a clock's granularity, a synthetic run's
+    constant delay): numbering every row put a bucket that held all of a 10M-record run's latencies — once
+    per wanted rank — in one task's sort."""
     latency = F.col("latency_ms")
     bucket = F.when(
         latency > 0, F.floor(F.log2(latency) * _BUCKETS_PER_OCTAVE)
@@ -1364,13 +1369,25 @@ def _percentiles(F: Any, Window: Any, spark: Any, phased: DataFrame) -> DataFram
     wanted = histogram.crossJoin(
         F.broadcast(_local_frame(spark, [(p,) for p in PERCENTILES], "p int"))
     ).withColumn("rank", F.expr("greatest(1, (n * p + 99) div 100)"))
-    targets = wanted.where(
-        (F.col("cum") - F.col("k") < F.col("rank")) & (F.col("rank") <= F.col("cum"))
-    ).select(*in_phase, "b", "p", "n", (F.col("rank") - F.col("cum") + F.col("k")).alias("local"))
+    targets = F.broadcast(
+        wanted.where((F.col("cum") - F.col("k") < F.col("rank")) & (F.col("rank") <= F.col("cum"))).select(
+            *in_phase, "b", "p", "n", (F.col("rank") - F.col("cum") + F.col("k")).alias("local")
+        )
+    )
+    in_bucket = (
+        Window.partitionBy(*in_phase, "b")
+        .orderBy("latency_ms")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    values = (
+        phased.join(targets, [*in_phase, "b"], "left_semi")
+        .groupBy(*in_phase, "b", "latency_ms")
+        .agg(F.count(F.lit(1)).alias("k"))
+        .withColumn("upto", F.sum("k").over(in_bucket))
+    )
     return (
-        phased.join(F.broadcast(targets), [*in_phase, "b"])
-        .withColumn("rn", F.row_number().over(Window.partitionBy(*in_phase, "p").orderBy("latency_ms")))
-        .where(F.col("rn") == F.col("local"))
+        values.join(targets, [*in_phase, "b"])
+        .where((F.col("upto") - F.col("k") < F.col("local")) & (F.col("local") <= F.col("upto")))
         .select(F.lit("stat").alias("part"), *in_phase, "p", "n", "latency_ms")
     )
 

@@ -171,7 +171,31 @@ def _problem_runs() -> dict[str, tuple[list[Event], list[LogRecord]]]:
     runs["nodrain"] = ([e for e in events if not isinstance(e, DrainEnd)], log)
     events, log = _availability_run("nosends")
     runs["nosends"] = ([e for e in events if not isinstance(e, SendInvoke)], log)
+    runs["ties"] = _tied_latencies_run("ties")
     return runs
+
+
+def _tied_latencies_run(run: str) -> tuple[list[Event], list[LogRecord]]:
+    """Before a fault: ten acks whose latencies repeat (4 x 5.0, 3 x 5.0005, 3 x 5.001 ms: one histogram
+    bucket holds both wanted ranks, and rank 5 falls inside a run of equal values); after it, two acks of
+    one latency."""
+    latencies = [5.0] * 4 + [5.0005] * 3 + [5.001] * 3
+    events: list[Event] = []
+    for seq, latency in enumerate(latencies):
+        events += _send(run, seq, float(seq), latency=latency)
+    events.append(_fault(run, "inject", 20.0))
+    events.append(_fault(run, "heal", 21.0))
+    events += _send(run, 10, 22.0, latency=7.0)
+    events += _send(run, 11, 23.0, latency=7.0)
+    log = [LogRecord("t", 0, seq, value_id_for(run, "p", seq), "read_uncommitted") for seq in range(12)]
+    return events, log
+
+
+def test_nearest_ranks_among_repeated_latencies_by_hand() -> None:
+    events, log = _tied_latencies_run("ties")
+    (window,) = reference_audit(events, log).availability.windows
+    assert (window.before.count, window.before.p50_ms, window.before.p99_ms) == (10, 5.0005, 5.001)
+    assert (window.after.count, window.after.p50_ms, window.after.p99_ms) == (2, 7.0, 7.0)
 
 
 def _transform_run(run: str) -> tuple[list[Event], list[LogRecord]]:
