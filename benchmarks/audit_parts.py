@@ -79,13 +79,14 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
         per_value = timed("per value", lambda: hold(per_value))
         windows = hold(job._fault_windows(F, control))
         bounds = timed("fault windows, group bounds", lambda: job._group_bounds(F, control, deliveries))
+        runs = timed("runs and their send bounds", lambda: job._runs(F, h))
         polls = job._poll_order(
             F, Window, control, deliveries, log, per_value, DEFAULT_OPTIONS, hold, spans=False
         )
         timed("poll order", polls.collect)
         timed("send chains", job._send_chains(F, Window, per_value).collect)
         outage, _window, stats, resumed = job._availability(
-            F, Window, h, acks, deliveries, per_value, windows
+            F, Window, acks, deliveries, per_value, windows, runs
         )
         for label, part in (
             ("outage", outage),
@@ -101,7 +102,7 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
             timed(label, part.collect)
         instances = timed("anomaly instances", lambda: job._instances(F, Window, h, per_value, polls, hold))
         union = job._parts(
-            F, Window, h, control, acks, deliveries, per_value, windows, bounds, DEFAULT_OPTIONS, instances
+            F, Window, control, acks, deliveries, per_value, windows, bounds, runs, DEFAULT_OPTIONS, instances
         )
         timed("every part (union), one collect", union.collect)
     print(f"{time.monotonic() - started:8.1f} s  in all")

@@ -237,12 +237,13 @@ def spark_audit(
                 _release(df)
             windows = hold(_fault_windows(F, control))  # small; read by three parts
             bounds = _group_bounds(F, control, deliveries)
+            runs = _runs(F, h)
             by_part: dict[str, list[Any]] = defaultdict(list)
             spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
             polls = _poll_order(F, Window, control, deliveries, log, per_value, options, hold, spans=spans)
             instances = _instances(F, Window, h, per_value, polls, hold)
             parts = _parts(
-                F, Window, h, control, acks, deliveries, per_value, windows, bounds, options, instances
+                F, Window, control, acks, deliveries, per_value, windows, bounds, runs, options, instances
             )
             for row in parts.collect():
                 by_part[row.part].append(row)
@@ -250,7 +251,7 @@ def spark_audit(
         finally:
             for df in held:
                 _release(df)
-    return _facts(by_part, options, log_missing=log_missing, bounds=bounds, leaves=leaves)
+    return _facts(by_part, sorted(runs), options, log_missing=log_missing, bounds=bounds, leaves=leaves)
 
 
 def _scanned(
@@ -358,18 +359,18 @@ def _job_tags(spark: Any) -> tuple[Callable[[str], Any], Callable[[str], Any], C
 def _parts(
     F: Any,
     Window: Any,
-    h: DataFrame,
     control: DataFrame,
     acks: DataFrame,
     deliveries: DataFrame,
     per_value: DataFrame,
     windows: DataFrame,
     bounds: dict[str, tuple[float, float]],
+    runs: dict[str, tuple[float | None, float | None]],
     options: AuditOptions,
     instances: DataFrame,
 ) -> DataFrame:
     """The union of every small per-run part the driver collects (column ``part`` names each);
-    ``instances``: every anomaly instance (:func:`_instances`)."""
+    ``instances``: every anomaly instance (:func:`_instances`); ``runs``: :func:`_runs`."""
     kind = F.col("kind")
     per_anomaly = Window.partitionBy("run_id", "anomaly")
     ordered = per_anomaly.orderBy(*(F.col(c).asc_nulls_first() for c in _EXAMPLE_COLUMNS))
@@ -390,7 +391,6 @@ def _parts(
         per_value.groupBy("run_id")
         .agg(*(F.sum(c).alias(c) for c in _COUNTS))
         .withColumn("part", F.lit("totals")),
-        h.select("run_id").distinct().withColumn("part", F.lit("run")),
         control.where(kind == "drain_end")
         .groupBy(
             "run_id",
@@ -400,7 +400,7 @@ def _parts(
         )
         .agg(F.max_by("outcome", "index").alias("end_outcome"), F.max_by("error", "index").alias("end_error"))
         .withColumn("part", F.lit("end")),
-        *_availability(F, Window, h, acks, deliveries, per_value, windows),
+        *_availability(F, Window, acks, deliveries, per_value, windows, runs),
         *_consumer(F, Window, deliveries, per_value, bounds),
     ]
     union = parts[0]
@@ -1240,28 +1240,22 @@ def _fault_windows(F: Any, control: DataFrame) -> DataFrame:
 def _availability(
     F: Any,
     Window: Any,
-    h: DataFrame,
     acks: DataFrame,
     deliveries: DataFrame,
     per_value: DataFrame,
     windows: DataFrame,
+    runs: dict[str, tuple[float | None, float | None]],
 ) -> list[DataFrame]:
     """Parts (see :func:`spark_audit`): the longest outage per run; the fault windows; per window and phase
     the ack count and the latencies at the wanted ranks, and the same for the end-to-end latencies (phases
-    ``e2e_*``; ``e2e_all`` over the whole run, window ``-1``); the first ack / delivery after each heal."""
-    kind = F.col("kind")
-    send_events = kind.isin("send_invoke", "send_outcome")
-    bounds = (
-        h.where(send_events)
-        .groupBy("run_id")
-        .agg(F.min(F.when(kind == "send_invoke", F.col("mono"))).alias("first"), F.max("mono").alias("last"))
-    )
+    ``e2e_*``; ``e2e_all`` over the whole run, window ``-1``); the first ack / delivery after each heal.
+    ``runs``: each run's first invoke and last send event (:func:`_runs`)."""
     # the longest gap between consecutive distinct points: inside one-second buckets, and from each
     # non-empty bucket's last point to the next one's first; ties go to the earliest gap
+    ends = [(run, mono) for run, of_run in runs.items() for mono in of_run if mono is not None]
     points = (
         acks.select("run_id", "mono")
-        .unionByName(bounds.select("run_id", F.col("first").alias("mono")).where(F.col("mono").isNotNull()))
-        .unionByName(bounds.select("run_id", F.col("last").alias("mono")))
+        .unionByName(_local_frame(acks.sparkSession, ends, "run_id string, mono double"))
         .withColumn("b", F.floor(F.col("mono") / _OUTAGE_BUCKET_S))
     )
     gap = F.struct(
@@ -1319,7 +1313,7 @@ def _availability(
         .unionByName(e2e.select("run_id", F.lit(-1).cast("long").alias("wid"), "latency_ms",
                                 F.lit("e2e_all").alias("phase")))
     )  # fmt: skip
-    stats = _percentiles(F, Window, h.sparkSession, phased)
+    stats = _percentiles(F, Window, acks.sparkSession, phased)
     # the first ack / delivery strictly after each heal
     healed = F.broadcast(windows.where(F.col("end").isNotNull()).select("run_id", "wid", "end"))
     after = F.col("mono") > F.col("end")
@@ -1390,6 +1384,21 @@ def _percentiles(F: Any, Window: Any, spark: Any, phased: DataFrame) -> DataFram
         .where((F.col("upto") - F.col("k") < F.col("local")) & (F.col("local") <= F.col("upto")))
         .select(F.lit("stat").alias("part"), *in_phase, "p", "n", "latency_ms")
     )
+
+
+def _runs(F: Any, h: DataFrame) -> dict[str, tuple[float | None, float | None]]:
+    """Every run of the history, with its first invoke's and last send event's (invoke or outcome) mono —
+    the ends of its outage search — collected (one scan of the history, one row per run)."""
+    kind, mono = F.col("kind"), F.col("mono")
+    rows = (
+        h.groupBy("run_id")
+        .agg(
+            F.min(F.when(kind == "send_invoke", mono)).alias("first"),
+            F.max(F.when(kind.isin("send_invoke", "send_outcome"), mono)).alias("last"),
+        )
+        .collect()
+    )
+    return {r.run_id: (r.first, r.last) for r in rows}
 
 
 def _group_bounds(F: Any, control: DataFrame, deliveries: DataFrame) -> dict[str, tuple[float, float]]:
@@ -1547,14 +1556,14 @@ def _consumer(
 
 def _facts(
     by_part: dict[str, list[Any]],
+    runs: list[str],
     options: AuditOptions,
     *,
     log_missing: bool,
     bounds: dict[str, tuple[float, float]],
     leaves: dict[tuple[str, str, int], list[Mark]],
 ) -> dict[str, AuditFacts]:
-    """The collected parts as one :class:`AuditFacts` per run."""
-    runs = sorted(r.run_id for r in by_part["run"])
+    """The collected parts as one :class:`AuditFacts` per run (``runs``, sorted)."""
     counts: dict[tuple[str, str], int] = {}
     found_examples: dict[tuple[str, str], list[Example]] = defaultdict(list)
     per_producer: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)

@@ -171,7 +171,6 @@ def _problem_runs() -> dict[str, tuple[list[Event], list[LogRecord]]]:
     runs["nodrain"] = ([e for e in events if not isinstance(e, DrainEnd)], log)
     events, log = _availability_run("nosends")
     runs["nosends"] = ([e for e in events if not isinstance(e, SendInvoke)], log)
-    runs["ties"] = _tied_latencies_run("ties")
     return runs
 
 
@@ -250,7 +249,7 @@ def test_spark_agrees_on_hand_cases_and_unreadable_topic(audit_spark: Any) -> No
     from chaos.audit import sparkjob
     from chaos.audit.sparkjob import spark_audit
 
-    runs = {**_problem_runs(), "transform": _transform_run("transform")}
+    runs = {**_problem_runs(), "transform": _transform_run("transform"), "ties": _tied_latencies_run("ties")}
     history = arrow_to_spark(audit_spark, pa.concat_tables([history_table(ev) for ev, _ in runs.values()]))
     log = arrow_to_spark(audit_spark, pa.concat_tables([log_table(lg, run) for run, (_, lg) in runs.items()]))
     kept = audit_spark.sparkContext._jsc.getPersistentRDDs
