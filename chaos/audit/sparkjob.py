@@ -1468,9 +1468,9 @@ def _consumer(
         .join(F.broadcast(delivered), where, "left_semi")
         .withColumn("is_d", F.lit(False))
     )  # fmt: skip
-    rows = readable.unionByName(deliveries.withColumn("is_d", F.lit(True)), allowMissingColumns=True).join(
-        F.broadcast(grid), "run_id"
-    )
+    # the grid's columns join after the walk's sort, not before: its shuffle carries only the rows' own
+    rows = readable.unionByName(deliveries.withColumn("is_d", F.lit(True)), allowMissingColumns=True)
+    horizons = F.broadcast(grid.select("run_id", "horizon"))
     is_d, offset, mono = F.col("is_d"), F.col("offset"), F.col("mono")
     order = ("mono", "index", "is_d", "offset")  # a total order: an index or an offset tells rows apart
     ordered = Window.partitionBy(*where).orderBy(*order)
@@ -1492,12 +1492,12 @@ def _consumer(
     done_upto, done_before = highest(upto, True), highest(before, True)
     owner = F.struct(mono.alias("mono"), F.col("index").alias("index"), "process", "member")
     walked = rows.select(
-        *where, "is_d", "mono", "index", "process", "member", "horizon",
+        *where, "is_d", "mono", "index", "process", "member",
         ((done_upto >= 0) & (read_upto > done_upto)).alias("waits"),
         ((done_before >= 0) & (read_before > done_before)).alias("waited"),
         next_delivery.alias("next_d"),
         F.last(F.when(is_d, owner), ignorenulls=True).over(before).alias("prev"),
-    )  # fmt: skip
+    ).join(horizons, "run_id")  # fmt: skip
     prev, next_d, horizon = F.col("prev"), F.col("next_d"), F.col("horizon")
     starts = F.col("waits") & (is_d | ~F.col("waited")) & (mono <= horizon)
     end = F.coalesce(next_d, horizon)
@@ -1529,7 +1529,8 @@ def _consumer(
         )
     )
     per_point = (
-        rows.where(mono <= horizon)
+        rows.join(F.broadcast(grid), "run_id")
+        .where(mono <= horizon)
         .select(*where, point.alias("point"), F.when(is_d, offset).alias("d"),
                 F.when(~is_d, offset).alias("r"))
         .groupBy(*where, "point")
