@@ -615,9 +615,10 @@ def _per_value(
     commits = commits or {}
     if not fast_path:
         return _traced(F, Window, control, rows, options, attempts, commits, hold, scratch), scratch
-    summary = hold(_value_summary(F, h, log, rows))
-    scratch.append(summary)
-    clean = _clean_values(F, h, summary)
+    strings = hold(_strings(F, h, log))
+    summary = hold(_value_summary(F, rows, strings))
+    scratch += [strings, summary]
+    clean = _clean_values(F, summary, strings)
     other = summary.where(~F.col("clean")).select(
         F.col("run_id").alias("o_run"), F.col("value_id").alias("o_id")
     )
@@ -765,21 +766,48 @@ def _in_attempts(F: Any, spark: Any, rows: DataFrame, attempts: dict[str, list[T
     return plain.unionByName(assigned)
 
 
-def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> DataFrame:
+def _strings(F: Any, h: DataFrame, log: DataFrame) -> DataFrame:
+    """The few strings a clean value's row needs from its invoke, distinct per run, each with its 64-bit
+    hash (:func:`_string_hash`): ``(run_id, f, hash, s)``, ``f`` ``t`` for a topic (of an invoke, a
+    delivery or a log record), ``p`` for an invoke's producer, ``k`` for its key. The value summary
+    carries hashes, and a clean value's strings are looked up here (:func:`_clean_values`); a run where
+    two strings of one kind share a hash has no clean values, so the lookup stays exact."""
+    kind = F.col("kind")
+    invokes = h.where(kind == "send_invoke")
+    named = [
+        h.where(kind.isin("send_invoke", "delivery")).select(
+            "run_id", F.lit("t").alias("f"), F.col("topic").alias("s")
+        ),
+        log.select("run_id", F.lit("t").alias("f"), F.col("topic").alias("s")),
+        invokes.select("run_id", F.lit("p").alias("f"), F.col("producer").alias("s")),
+        invokes.select("run_id", F.lit("k").alias("f"), F.col("key").alias("s")),
+    ]
+    union = named[0]
+    for more in named[1:]:
+        union = union.unionByName(more)
+    return union.where(F.col("s").isNotNull()).distinct().withColumn("hash", _string_hash(F, F.col("s")))
+
+
+def _value_summary(F: Any, rows: DataFrame, strings: DataFrame) -> DataFrame:
     """Per ``(run_id, value_id)``: whether the value is *clean* — one invoke made in no transaction, one
     ``ok`` outcome with its position, no transaction marker, one delivery, log records only at that
     position and none observed aborted — and, for clean values the outcome's numbers (``partition``,
     ``offset``, ``send_ts``, and the outcome's and the delivery's ``mono``: ``out_mono``, ``out_index``,
-    ``dl_mono``); the rest comes from the invoke.
+    ``dl_mono``) and the invoke's (``seq``, ``sd_index``, and the hashes of its topic, producer and key:
+    ``th``, ``ph``, ``kh``, null when the string is).
 
     Only fixed-width aggregates, so Spark hash-aggregates (partially, before the shuffle) instead of
-    sorting. Topics are compared through a 64-bit hash; a run where two of its topics share a hash has no
-    clean values, so the comparison stays exact.
+    sorting. Strings are compared and carried through their 64-bit hashes; a run where two of its strings
+    of one kind share a hash (``strings``, :func:`_strings`) has no clean values, so this stays exact.
     """
     kind, src = F.col("kind"), F.col("src")
     invoke, outcome = kind == "send_invoke", kind == "send_outcome"
     positioned = outcome | (src != _SEND)  # rows that carry a partition and offset
-    topic_hash = _topic_hash(F, F.when(invoke, F.col("topic")).when(src != _SEND, F.col("lt")))
+    topic_hash = _string_hash(F, F.when(invoke, F.col("topic")).when(src != _SEND, F.col("lt")))
+
+    def on_invoke(column: str) -> Any:
+        return F.when(invoke & F.col(column).isNotNull(), _string_hash(F, F.col(column)))
+
     narrow = rows.select(
         "run_id", "value_id",
         invoke.cast("int").alias("n_inv"),
@@ -798,14 +826,13 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
         F.when(outcome, F.col("mono")).alias("out_mono"),
         F.when(outcome, F.col("index")).alias("out_index"),
         F.when(src == _DELIVERY, F.col("mono")).alias("dl_mono"),
+        F.when(invoke, F.col("seq")).alias("inv_seq"),
+        F.when(invoke, F.col("index")).alias("inv_index"),
+        on_invoke("producer").alias("inv_ph"),
+        on_invoke("key").alias("inv_kh"),
     )  # fmt: skip
     collided = (
-        h.where(kind.isin("send_invoke", "delivery"))
-        .select("run_id", F.col("topic").alias("t"))
-        .unionByName(log.select("run_id", F.col("topic").alias("t")))
-        .distinct()
-        .where(F.col("t").isNotNull())
-        .groupBy("run_id", _topic_hash(F, F.col("t")).alias("th"))
+        strings.groupBy("run_id", "f", "hash")
         .count()
         .where(F.col("count") > 1)
         .select("run_id", F.lit(True).alias("collided"))
@@ -815,8 +842,9 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
         *(F.sum(c).alias(c) for c in ("n_inv", "n_out", "n_ok", "n_txn", "n_dl", "n_log", "n_rc", "n_cov")),
         *(f(c).alias(f"{f.__name__}_{c}") for c in ("p", "o", "th") for f in (F.min, F.max)),
         F.min("out_ts").alias("send_ts"),
-        *(F.min(c).alias(c) for c in ("out_mono", "out_index", "dl_mono")),
-    )
+        *(F.min(c).alias(c) for c in ("out_mono", "out_index", "dl_mono", "inv_seq", "inv_index", "inv_ph",
+                                      "inv_kh")),
+    )  # fmt: skip
     one = F.lit(1)
     # its one position was read at read_committed, or no read of it can be observed aborted
     not_aborted = (F.col("n_rc") >= one) | (F.col("n_cov") == 0)
@@ -830,23 +858,37 @@ def _value_summary(F: Any, h: DataFrame, log: DataFrame, rows: DataFrame) -> Dat
     return summary.join(F.broadcast(collided), "run_id", "left").select(
         "run_id", "value_id", F.coalesce(clean, F.lit(False)).alias("clean"),
         F.col("min_p").cast("int").alias("partition"), F.col("min_o").alias("offset"), "send_ts",
-        "out_mono", "out_index", "dl_mono",
+        "out_mono", "out_index", "dl_mono", F.col("inv_seq").alias("seq"),
+        F.col("inv_index").alias("sd_index"), F.col("min_th").alias("th"), F.col("inv_ph").alias("ph"),
+        F.col("inv_kh").alias("kh"),
     )  # fmt: skip
 
 
-def _topic_hash(F: Any, topic: Any) -> Any:
-    return F.xxhash64(topic)
+def _string_hash(F: Any, s: Any) -> Any:
+    return F.xxhash64(s)
 
 
-def _clean_values(F: Any, h: DataFrame, summary: DataFrame) -> DataFrame:
-    """The one row :func:`_traced` emits for a clean value, built from its summary and its invoke (producer,
-    key, topic — strings a hash aggregate cannot carry — and seq): counts 1/1/0/1/1, the ack as observed
-    position, chain link and readable record (made in no transaction: readable at its ack), and the
-    end-to-end latency from the ack to the one delivery."""
-    invokes = h.where((F.col("kind") == "send_invoke") & F.col("value_id").isNotNull()).select(
-        "run_id", "value_id", "topic", "producer", "key", "seq", F.col("index").alias("sd_index")
+def _clean_values(F: Any, summary: DataFrame, strings: DataFrame) -> DataFrame:
+    """The one row :func:`_traced` emits for a clean value, built from its summary, whose invoke's topic,
+    producer and key are looked up by hash in ``strings`` (:func:`_strings`; few: broadcast, unless a
+    workload's keys are many): counts 1/1/0/1/1, the ack as observed position, chain link and readable
+    record (made in no transaction: readable at its ack), and the end-to-end latency from the ack to the
+    one delivery."""
+
+    def lookup(f: str, hash_column: str, column: str) -> DataFrame:
+        return strings.where(F.col("f") == f).select(
+            "run_id", F.col("hash").alias(hash_column), F.col("s").alias(column)
+        )
+
+    keys = lookup("k", "kh", "key")
+    if strings.where(F.col("f") == "k").count() <= _BROADCAST_KEYS:
+        keys = F.broadcast(keys)
+    clean = (
+        summary.where(F.col("clean"))
+        .join(F.broadcast(lookup("t", "th", "topic")), ["run_id", "th"], "left")
+        .join(F.broadcast(lookup("p", "ph", "producer")), ["run_id", "ph"], "left")
+        .join(keys, ["run_id", "kh"], "left")
     )
-    clean = summary.where(F.col("clean")).join(invokes.hint("shuffle_hash"), ["run_id", "value_id"])
     return clean.select(
         "run_id", "value_id",
         *(F.lit(n).cast("long").alias(c) for c, n in zip(_COUNTS, (1, 1, 0, 1, 1), strict=True)),

@@ -57,7 +57,8 @@ def clean_value_ids() -> Callable[[Any, Any], set[str]]:
         from chaos.audit import sparkjob
 
         h, lg = history.select(*sparkjob.HISTORY_COLUMNS), log.select(*sparkjob.LOG_COLUMNS)
-        summary = sparkjob._value_summary(F, h, lg, sparkjob._value_rows(F, h, h, lg))
+        strings = sparkjob._strings(F, h, lg)
+        summary = sparkjob._value_summary(F, sparkjob._value_rows(F, h, h, lg), strings)
         return {r.value_id for r in summary.where("clean").collect()}
 
     return clean

@@ -453,7 +453,13 @@ def test_spark_fast_path_only_takes_clean_values_and_steps_aside_on_topic_hash_c
     # seq 0 is the only value delivered; the others are unseen or lost, so they take the general path
     assert clean_value_ids(history, topic) == {value_id_for("c", "p", 0)}
     assert spark_audit(history, topic) == {"c": want}
-    # topics "t" and "u" sharing a hash: no value of the run is judged clean by comparing hashes
-    monkeypatch.setattr(sparkjob, "_topic_hash", lambda _F, _topic: F.lit(7))
+    # too many keys to broadcast (a workload whose every record has its own key): the clean values' keys,
+    # and the other values' ids, are joined by a shuffle instead
+    with monkeypatch.context() as patch:
+        patch.setattr(sparkjob, "_BROADCAST_KEYS", 0)
+        assert spark_audit(history, topic) == {"c": want}
+    # every string sharing one hash (topics "t" and "u", producers, keys): no value of the run is judged
+    # clean by comparing hashes
+    monkeypatch.setattr(sparkjob, "_string_hash", lambda _F, _s: F.lit(7))
     assert clean_value_ids(history, topic) == set()
     assert spark_audit(history, topic) == {"c": want}
