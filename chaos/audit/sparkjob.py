@@ -16,17 +16,18 @@ run; the revoke / lost callbacks), no Python UDFs:
    history's value events and the log records — fixed-width counters and minima/maxima only, so Spark
    combines rows before the shuffle and never sorts — finds the **clean** values: one invoke, one ``ok``
    outcome with its position, no transaction marker, one delivery, log records only at that position.
-   Their one output row comes from that summary and their invoke (:func:`_clean_values`). Only the rows of
-   the other values (none in a clean run; a count decides, so there is nothing to scan when there are none)
-   take the general path, :func:`_traced`: shuffled by a hash of ``(run_id, value_id)`` and sorted by it (a
-   long: the sort compares prefixes, not strings), then by source and position; two window passes over
-   each value give every row its predecessor and the value's summary (first invoke and outcome,
-   transaction status, deliveries, distinct log positions); each row then emits only what it adds — the
-   value's counts and per-value anomaly instances (lost, unseen, duplicated, aborted reads, duplicate
-   deliveries, unexpected records) on its first row, an observed position, a reorder-chain link. Both
-   paths give a clean value the same single row. That table is materialised as a local checkpoint (below).
-   The anomaly instances (those decided per value, the send chains', the inconsistent offsets, the poll
-   checks') are materialised once too (:func:`_instances`): two parts read them.
+   Their one output row comes from that summary alone, which carries their invoke's numbers and the
+   hashes of its strings, looked up in a small table (:func:`_strings`, :func:`_clean_values`). Only the
+   rows of the other values (none in a clean run; a count decides, so there is nothing to scan when there
+   are none) take the general path, :func:`_traced`: shuffled by a hash of ``(run_id, value_id)`` and
+   sorted by it (a long: the sort compares prefixes, not strings), then by source and position; two window
+   passes over each value give every row its predecessor and the value's summary (first invoke and
+   outcome, transaction status, deliveries, distinct log positions); each row then emits only what it
+   adds — the value's counts and per-value anomaly instances (lost, unseen, duplicated, aborted reads,
+   duplicate deliveries, unexpected records) on its first row, an observed position, a reorder-chain link.
+   Both paths give a clean value the same single row. That table is materialised as a local checkpoint
+   (below). The anomaly instances (those decided per value, the send chains', the inconsistent offsets,
+   the poll checks') are materialised once too (:func:`_instances`): two parts read them.
    Transactions (docs/audit.md, "Transactions"): the attempts are paired on the driver
    (:func:`chaos.audit.model.txn_attempts`, the reference's function); the invokes of processes that
    began one are sorted per process to find their span (:func:`_in_attempts`); the general path pairs each
@@ -773,19 +774,29 @@ def _strings(F: Any, h: DataFrame, log: DataFrame) -> DataFrame:
     carries hashes, and a clean value's strings are looked up here (:func:`_clean_values`); a run where
     two strings of one kind share a hash has no clean values, so the lookup stays exact."""
     kind = F.col("kind")
-    invokes = h.where(kind == "send_invoke")
-    named = [
-        h.where(kind.isin("send_invoke", "delivery")).select(
-            "run_id", F.lit("t").alias("f"), F.col("topic").alias("s")
-        ),
-        log.select("run_id", F.lit("t").alias("f"), F.col("topic").alias("s")),
-        invokes.select("run_id", F.lit("p").alias("f"), F.col("producer").alias("s")),
-        invokes.select("run_id", F.lit("k").alias("f"), F.col("key").alias("s")),
-    ]
-    union = named[0]
-    for more in named[1:]:
-        union = union.unionByName(more)
-    return union.where(F.col("s").isNotNull()).distinct().withColumn("hash", _string_hash(F, F.col("s")))
+    invoke = kind == "send_invoke"
+
+    def named(f: str, s: Any) -> Any:
+        return F.struct(F.lit(f).alias("f"), s.alias("s"))
+
+    # one scan of the history: each invoke names its topic, producer and key, a delivery its topic
+    of_history = h.where(invoke | (kind == "delivery")).select(
+        "run_id",
+        F.explode(
+            F.array(
+                named("t", F.col("topic")),
+                named("p", F.when(invoke, F.col("producer"))),
+                named("k", F.when(invoke, F.col("key"))),
+            )
+        ).alias("n"),
+    )
+    return (
+        of_history.select("run_id", "n.f", "n.s")
+        .unionByName(log.select("run_id", F.lit("t").alias("f"), F.col("topic").alias("s")))
+        .where(F.col("s").isNotNull())
+        .distinct()
+        .withColumn("hash", _string_hash(F, F.col("s")))
+    )
 
 
 def _value_summary(F: Any, rows: DataFrame, strings: DataFrame) -> DataFrame:
