@@ -1,6 +1,6 @@
 """Where the Spark audit's time goes: each part of the job forced on its own, on a synthetic clean run.
 
-    python benchmarks/audit_parts.py --records 1000000 [--master 'local[*]'] [--driver-memory 4g]
+    python benchmarks/audit_parts.py --records 1000000 [--master 'local[*]'] [--driver-memory 4g] [--floor]
 
 Builds the job's frames as :func:`chaos.audit.sparkjob.spark_audit` does (the same private functions, in the
 same order), materialises the shared ones as it does (local checkpoints), then forces each part alone and
@@ -8,6 +8,12 @@ prints its seconds; last the union of every part in one collect, as the audit's 
 figure includes its reads of the shared frames, so the parts do not add up to the union. The run is
 generated as ``make bench`` generates it (:func:`benchmarks.audit_bench.generate`) into a temporary
 directory. Timed alone (it uses every core).
+
+``--floor`` times, instead, what any audit of the run must at least do, in a fresh session: start the
+session, then one hash aggregate per value over the history's sends and deliveries and the log (the value
+summary's shape, a few counters), one window over the deliveries per partition, and the same aggregate
+again on the warm session — the cost of one pass over the data, below which no job of several passes goes
+(docs/audit.md, "What one pass costs").
 """
 
 from __future__ import annotations
@@ -32,13 +38,63 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument(
+        "--floor", action="store_true", help="time one pass of each kind, not the job's parts"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="audit-parts-") as tmp:
         run = Path(tmp) / "run"
         run.mkdir()
         generate(run, args.records)
-        profile(run, args.master, args.driver_memory)
+        (floor if args.floor else profile)(run, args.master, args.driver_memory)
     return 0
+
+
+def floor(run: Path, master: str, driver_memory: str) -> None:
+    """Print the seconds of a session's start and of single passes over the run at ``run``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from chaos.audit.sizing import sized
+    from chaos.audit.spark import spark_session
+    from chaos.history.reader import to_spark
+
+    started = time.monotonic()
+    spark = spark_session(master, driver_memory=driver_memory)
+    spark.sparkContext.setLogLevel("ERROR")
+    print(f"{time.monotonic() - started:8.1f} s  session start", flush=True)
+    h = to_spark(spark, run)
+    log = spark.read.parquet(str(run / "log.parquet"))
+    kind = F.col("kind")
+    rows = h.where(kind.isin("send_invoke", "send_outcome", "delivery")).select("value_id", "kind", "offset")
+    rows = rows.unionByName(log.select("value_id", F.lit("log").alias("kind"), "offset"))
+    per_value = rows.groupBy("value_id").agg(
+        *(
+            F.sum((kind == k).cast("int")).alias(k)
+            for k in ("send_invoke", "send_outcome", "delivery", "log")
+        ),
+        F.min("offset").alias("low"),
+        F.max("offset").alias("high"),
+    )
+    odd = per_value.where(
+        (F.col("send_invoke") != 1) | (F.col("delivery") != 1) | (F.col("low") != F.col("high"))
+    )
+    walk = Window.partitionBy("topic", "partition").orderBy("mono", "index")
+    back = (
+        h.where(kind == "delivery")
+        .select("offset", F.lag("offset").over(walk).alias("before"))
+        .where(F.col("offset") <= F.col("before"))
+    )
+    with sized(h):  # the audit's width for this history
+        for label, query in (
+            ("one aggregate per value (history + log), cold", odd),
+            ("one window over the deliveries per partition", back),
+            ("the same aggregate again, warm", odd),
+        ):
+            began = time.monotonic()
+            query.count()
+            print(f"{time.monotonic() - began:8.1f} s  {label}", flush=True)
+    print(f"{time.monotonic() - started:8.1f} s  in all")
 
 
 def profile(run: Path, master: str, driver_memory: str) -> None:
