@@ -46,8 +46,8 @@ run; the revoke / lost callbacks), no Python UDFs:
    ack), and the nearest-rank latency percentiles through a histogram of log-scaled buckets, so only the
    distinct latencies (counted) of the buckets that hold a wanted rank are sorted. The fault windows are
    paired on the driver by :func:`chaos.history.windows.fault_windows`, the reference's rule
-   (:func:`_fault_windows`). The
-   end-to-end latencies (each value's, on its first per-value row) go through the same histogram.
+   (:func:`_fault_windows`). The end-to-end latencies (each value's, on its first per-value row) go through
+   the same histogram.
 4. **Consumer side** (:func:`_consumer`; docs/audit.md, "Consumer side") reads each send's readable record
    from the per-value rows and the deliveries (scanned once, kept in memory): one window per partition
    finds its stalls and owner changes, one aggregate per partition keeps its longest stall; the lag is
@@ -521,8 +521,9 @@ def _poll_order(
     )
     n_rolled_back = rolled_back.count() if spans else 0
     if n_rolled_back:
-        held = F.broadcast(rolled_back) if n_rolled_back <= _BROADCAST_KEYS else rolled_back
-        deliveries = deliveries.join(held, ["run_id", "index"], "left_anti")
+        deliveries = deliveries.join(
+            _broadcast_if_few(F, rolled_back, n_rolled_back), ["run_id", "index"], "left_anti"
+        )
     consumer = ("run_id", "topic", "partition", "process", "member")
     walk = Window.partitionBy("wk", *consumer).orderBy("index")
     resets = (
@@ -627,7 +628,7 @@ def _per_value(
     if n_other == 0:
         return clean, scratch
     others = rows.join(
-        F.broadcast(other) if n_other <= _BROADCAST_KEYS else other,
+        _broadcast_if_few(F, other, n_other),
         (F.col("run_id") == F.col("o_run")) & F.col("value_id").eqNullSafe(F.col("o_id")),
         "left_semi",
     )
@@ -879,6 +880,12 @@ def _string_hash(F: Any, s: Any) -> Any:
     return F.xxhash64(s)
 
 
+def _broadcast_if_few(F: Any, df: DataFrame, rows: int) -> DataFrame:
+    """``df`` (of ``rows`` rows) marked for broadcast when it has at most :data:`_BROADCAST_KEYS` rows;
+    a larger one is left to a shuffle join."""
+    return F.broadcast(df) if rows <= _BROADCAST_KEYS else df
+
+
 def _clean_values(F: Any, summary: DataFrame, strings: DataFrame) -> DataFrame:
     """The one row :func:`_traced` emits for a clean value, built from its summary, whose invoke's topic,
     producer and key are looked up by hash in ``strings`` (:func:`_strings`; few: broadcast, unless a
@@ -892,13 +899,11 @@ def _clean_values(F: Any, summary: DataFrame, strings: DataFrame) -> DataFrame:
         )
 
     keys = lookup("k", "kh", "key")
-    if strings.where(F.col("f") == "k").count() <= _BROADCAST_KEYS:
-        keys = F.broadcast(keys)
     clean = (
         summary.where(F.col("clean"))
         .join(F.broadcast(lookup("t", "th", "topic")), ["run_id", "th"], "left")
         .join(F.broadcast(lookup("p", "ph", "producer")), ["run_id", "ph"], "left")
-        .join(keys, ["run_id", "kh"], "left")
+        .join(_broadcast_if_few(F, keys, keys.count()), ["run_id", "kh"], "left")
     )
     return clean.select(
         "run_id", "value_id",
