@@ -237,14 +237,24 @@ def spark_audit(
             for df in scratch:
                 _release(df)
             windows = hold(_fault_windows(F, control))  # small; read by three parts
-            bounds = _group_bounds(F, control, deliveries)
+            bounds, owners = _group_bounds(F, control, deliveries)
             runs = _runs(F, h)
             by_part: dict[str, list[Any]] = defaultdict(list)
             spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
             polls = _poll_order(F, Window, control, deliveries, log, per_value, options, hold, spans=spans)
             instances = _instances(F, Window, h, per_value, polls, hold)
             parts = _parts(
-                F, Window, control, acks, deliveries, per_value, windows, bounds, runs, options, instances
+                F,
+                Window,
+                control,
+                acks,
+                deliveries,
+                per_value,
+                windows,
+                (bounds, owners),
+                runs,
+                options,
+                instances,
             )
             for row in parts.collect():
                 by_part[row.part].append(row)
@@ -252,7 +262,9 @@ def spark_audit(
         finally:
             for df in held:
                 _release(df)
-    return _facts(by_part, sorted(runs), options, log_missing=log_missing, bounds=bounds, leaves=leaves)
+    return _facts(
+        by_part, sorted(runs), options, log_missing=log_missing, bounds=bounds, owners=owners, leaves=leaves
+    )
 
 
 def _scanned(
@@ -365,13 +377,14 @@ def _parts(
     deliveries: DataFrame,
     per_value: DataFrame,
     windows: DataFrame,
-    bounds: dict[str, tuple[float, float]],
+    group: tuple[dict[str, tuple[float, float]], Owners],
     runs: dict[str, tuple[float | None, float | None]],
     options: AuditOptions,
     instances: DataFrame,
 ) -> DataFrame:
     """The union of every small per-run part the driver collects (column ``part`` names each);
-    ``instances``: every anomaly instance (:func:`_instances`); ``runs``: :func:`_runs`."""
+    ``instances``: every anomaly instance (:func:`_instances`); ``group``: :func:`_group_bounds`;
+    ``runs``: :func:`_runs`."""
     kind = F.col("kind")
     per_anomaly = Window.partitionBy("run_id", "anomaly")
     ordered = per_anomaly.orderBy(*(F.col(c).asc_nulls_first() for c in _EXAMPLE_COLUMNS))
@@ -402,7 +415,7 @@ def _parts(
         .agg(F.max_by("outcome", "index").alias("end_outcome"), F.max_by("error", "index").alias("end_error"))
         .withColumn("part", F.lit("end")),
         *_availability(F, Window, acks, deliveries, per_value, windows, runs),
-        *_consumer(F, Window, deliveries, per_value, bounds),
+        *_consumer(F, Window, deliveries, per_value, *group),
     ]
     union = parts[0]
     for part in parts[1:]:
@@ -1459,23 +1472,39 @@ def _runs(F: Any, h: DataFrame) -> dict[str, tuple[float | None, float | None]]:
     return {r.run_id: (r.first, r.last) for r in rows}
 
 
-def _group_bounds(F: Any, control: DataFrame, deliveries: DataFrame) -> dict[str, tuple[float, float]]:
+Owners = dict[str, tuple[tuple[str, str | None], ...]]
+"""Per run, every ``(process, member)`` that delivered, sorted: a delivery's owner id is its position."""
+
+
+def _group_bounds(
+    F: Any, control: DataFrame, deliveries: DataFrame
+) -> tuple[dict[str, tuple[float, float]], Owners]:
     """Per run with deliveries: the group's first delivery and its last event (a delivery, commit or
-    rebalance: the end of every stall still open), collected (one row per run)."""
-    kind = F.col("kind")
+    rebalance: the end of every stall still open), and its :data:`Owners`; collected (one row per run)."""
+    kind, is_d = F.col("kind"), F.col("is_d")
     rows = (
-        deliveries.select("run_id", "mono", F.lit(True).alias("is_d"))
+        deliveries.select("run_id", "mono", "process", "member", F.lit(True).alias("is_d"))
         .unionByName(
             control.where(kind.isin("commit", "rebalance")).select(
-                "run_id", "mono", F.lit(False).alias("is_d")
+                "run_id", "mono", "process", "member", F.lit(False).alias("is_d")
             )
         )
         .groupBy("run_id")
-        .agg(F.min(F.when(F.col("is_d"), F.col("mono"))).alias("first"), F.max("mono").alias("last"))
+        .agg(
+            F.min(F.when(is_d, F.col("mono"))).alias("first"),
+            F.max("mono").alias("last"),
+            F.collect_set(F.when(is_d, F.struct("process", "member"))).alias("owners"),
+        )
         .where(F.col("first").isNotNull())
         .collect()
     )
-    return {r.run_id: (r.first, r.last) for r in rows}
+    owners = {
+        r.run_id: tuple(
+            sorted(((o.process, o.member) for o in r.owners), key=lambda o: (o[0], o[1] is None, o[1] or ""))
+        )
+        for r in rows
+    }
+    return {r.run_id: (r.first, r.last) for r in rows}, owners
 
 
 def _leaves(F: Any, control: DataFrame) -> dict[tuple[str, str, int], list[Mark]]:
@@ -1498,10 +1527,11 @@ def _consumer(
     deliveries: DataFrame,
     per_value: DataFrame,
     bounds: dict[str, tuple[float, float]],
+    owners: Owners,
 ) -> list[DataFrame]:
     """Parts (docs/audit.md, "Consumer side"): ``consumer``, per partition the group delivered from, its
-    longest stall and the deliveries where its owner changed (paired into handovers on the driver); ``lag``,
-    the group's offset lag per point of the series.
+    longest stall and the deliveries where its owner changed (paired into handovers on the driver; an
+    owner is its id in ``owners``); ``lag``, the group's offset lag per point of the series.
 
     One window per partition over its readable records and deliveries in ``(mono, index)`` order gives
     each row the highest offset readable and delivered up to it and before it, the next delivery and the
@@ -1526,8 +1556,22 @@ def _consumer(
         .join(F.broadcast(delivered), where, "left_semi")
         .withColumn("is_d", F.lit(False))
     )  # fmt: skip
+    # deliveries carry their owner's id, not its two strings, into the walk's shuffle and sort (measured
+    # at 10M records: the strings, and a window aggregate over a struct, cost a third of the walk)
+    ids = _local_frame(
+        spark,
+        [(run, process, member, oid) for run, of_run in owners.items()
+         for oid, (process, member) in enumerate(of_run)],
+        "o_run string, o_process string, o_member string, oid int",
+    )  # fmt: skip
+    owned = deliveries.join(
+        F.broadcast(ids),
+        (F.col("run_id") == F.col("o_run"))
+        & (F.col("process") == F.col("o_process"))
+        & F.col("member").eqNullSafe(F.col("o_member")),
+    ).select(*where, "offset", "mono", "index", "oid", F.lit(True).alias("is_d"))
     # the grid's columns join after the walk's sort, not before: its shuffle carries only the rows' own
-    rows = readable.unionByName(deliveries.withColumn("is_d", F.lit(True)), allowMissingColumns=True)
+    rows = readable.unionByName(owned, allowMissingColumns=True)
     horizons = F.broadcast(grid.select("run_id", "horizon"))
     is_d, offset, mono = F.col("is_d"), F.col("offset"), F.col("mono")
     order = ("mono", "index", "is_d", "offset")  # a total order: an index or an offset tells rows apart
@@ -1548,15 +1592,18 @@ def _consumer(
 
     read_upto, read_before = highest(upto, False), highest(before, False)
     done_upto, done_before = highest(upto, True), highest(before, True)
-    owner = F.struct(mono.alias("mono"), F.col("index").alias("index"), "process", "member")
+
+    def previous(column: str) -> Any:  # the previous delivery's, one column at a time: a struct costs more
+        return F.last(F.when(is_d, F.col(column)), ignorenulls=True).over(before).alias(f"prev_{column}")
+
     walked = rows.select(
-        *where, "is_d", "mono", "index", "process", "member",
+        *where, "is_d", "mono", "index", "oid",
         ((done_upto >= 0) & (read_upto > done_upto)).alias("waits"),
         ((done_before >= 0) & (read_before > done_before)).alias("waited"),
         next_delivery.alias("next_d"),
-        F.last(F.when(is_d, owner), ignorenulls=True).over(before).alias("prev"),
+        previous("mono"), previous("index"), previous("oid"),
     ).join(horizons, "run_id")  # fmt: skip
-    prev, next_d, horizon = F.col("prev"), F.col("next_d"), F.col("horizon")
+    next_d, horizon = F.col("next_d"), F.col("horizon")
     starts = F.col("waits") & (is_d | ~F.col("waited")) & (mono <= horizon)
     end = F.coalesce(next_d, horizon)
     stall = F.when(
@@ -1564,14 +1611,22 @@ def _consumer(
         F.struct((end - mono).alias("gap"), (-mono).alias("neg_start"), mono.alias("start"), end.alias("end"),
                  next_d.isNotNull().alias("resumed")),
     )  # fmt: skip
-    moved = (
-        is_d
-        & prev.isNotNull()
-        & ~(prev.process.eqNullSafe(F.col("process")) & prev.member.eqNullSafe(F.col("member")))
+    prev_oid = F.col("prev_oid")
+    moved = is_d & prev_oid.isNotNull() & (prev_oid != F.col("oid"))
+    move = F.when(
+        moved,
+        F.struct(
+            F.struct(
+                F.col("prev_mono").alias("mono"), F.col("prev_index").alias("index"), prev_oid.alias("oid")
+            ).alias("a"),
+            F.struct("mono", "index", "oid").alias("b"),
+        ),
     )
-    move = F.when(moved, F.struct(prev.alias("a"), owner.alias("b")))
     consumer = (
-        walked.groupBy(*where)
+        # only the rows that start a stall or change the owner count, and each partition's first delivery
+        # (so that every partition has its row): the aggregate then reads a few rows, not every row
+        walked.where(starts | moved | (is_d & prev_oid.isNull()))
+        .groupBy(*where)
         .agg(F.max(stall).alias("s"), F.collect_list(move).alias("moves"))
         .select(F.lit("consumer").alias("part"), *where, F.col("s.gap").alias("c_gap"),
                 F.col("s.start").alias("c_start"), F.col("s.end").alias("c_end"),
@@ -1620,6 +1675,7 @@ def _facts(
     *,
     log_missing: bool,
     bounds: dict[str, tuple[float, float]],
+    owners: Owners,
     leaves: dict[tuple[str, str, int], list[Mark]],
 ) -> dict[str, AuditFacts]:
     """The collected parts as one :class:`AuditFacts` per run (``runs``, sorted)."""
@@ -1643,7 +1699,7 @@ def _facts(
             problems[e.run_id].add(
                 f"drain incomplete: {e.end_topic}[{e.end_partition}] {e.end_isolation} ({e.end_error})"
             )
-    availability = _availability_of(by_part, _consumption_of(by_part, bounds, leaves))
+    availability = _availability_of(by_part, _consumption_of(by_part, bounds, owners, leaves))
     result: dict[str, AuditFacts] = {}
     for run in runs:
         anomalies = tuple(
@@ -1686,13 +1742,14 @@ def _facts(
     return result
 
 
-def _mark(row: Any) -> Mark:
-    return (row.mono, row.index, row.process, row.member)
+def _mark(row: Any, owners: tuple[tuple[str, str | None], ...]) -> Mark:
+    return (row.mono, row.index, *owners[row.oid])
 
 
 def _consumption_of(
     by_part: dict[str, list[Any]],
     bounds: dict[str, tuple[float, float]],
+    owners: Owners,
     leaves: dict[tuple[str, str, int], list[Mark]],
 ) -> dict[str, Consumption]:
     """The consumer side per run from the ``consumer`` and ``lag`` parts (and the e2e ``stat``s): stalls as
@@ -1702,7 +1759,7 @@ def _consumption_of(
     for r in sorted(by_part["consumer"], key=lambda r: (r.run_id, r.topic, r.partition)):
         if r.c_gap is not None:
             gaps[r.run_id].append(ConsumeGap(r.topic, r.partition, r.c_gap, r.c_start, r.c_end, r.c_resumed))
-        moves = [(_mark(m.a), _mark(m.b)) for m in r.moves]
+        moves = [(_mark(m.a, owners[r.run_id]), _mark(m.b, owners[r.run_id])) for m in r.moves]
         found = longest_handover(
             r.topic, r.partition, moves, leaves.get((r.run_id, r.topic, r.partition), ())
         )

@@ -567,7 +567,18 @@ class Hand:
         self.seq += 1
         return value_id
 
-    def deliver(self, mono: float, p: int, offset: int, value_id: str, member: str = "a") -> None:
+    def deliver(
+        self,
+        mono: float,
+        p: int,
+        offset: int,
+        value_id: str,
+        member: str = "a",
+        *,
+        member_id: str | None = "",
+    ) -> None:
+        """A delivery by ``consumer-{member}`` as member ``m-{member}`` (``member_id``: that id instead;
+        ``None``: none, as a consumer outside a group)."""
         self.events.append(
             Delivery(
                 process=f"consumer-{member}",
@@ -576,7 +587,7 @@ class Hand:
                 partition=p,
                 offset=offset,
                 value_id=value_id,
-                member=f"m-{member}",
+                member=f"m-{member}" if member_id == "" else member_id,
                 **self.at(mono),
             )
         )
@@ -630,6 +641,28 @@ def killed_member(*, leaves: bool) -> Hand:
         h.deliver(16.0 + offset * 0.001, 1, offset, value_id_for("h", "producer-0", 2 * offset + 1))
     h.rebalance(17.0, "revoke", "a", [0, 1])
     return h
+
+
+def owners_apart_by_one_field() -> Hand:
+    """Two partitions, each handed over once at 5.5: partition 0 from consumer-a without a member id to
+    consumer-a as m-a (apart by the null member), partition 1 from consumer-a to consumer-b, both
+    without one (apart by the process)."""
+    h = Hand("owners")
+    turns = {0: (("a", None), ("a", "m-a")), 1: (("a", None), ("b", None))}
+    for p, (before, after) in turns.items():
+        for offset in range(6):
+            process, member_id = before if offset < 3 else after
+            mono = 1.0 + offset + (2.0 if offset >= 3 else 0.0)
+            h.deliver(mono + 0.5, p, offset, h.ack(mono, p, offset), process, member_id=member_id)
+    return h
+
+
+def test_owners_apart_by_a_null_member_or_the_process_hand_over() -> None:
+    # each partition's last delivery before the turn: offset 2 at 3.5; the new owner's first: offset 3 at 6.5
+    assert owners_apart_by_one_field().consumer().handovers == (
+        Handover(TOPIC, 0, "consumer-a", None, "consumer-a", "m-a", 3.5, 6.5, 3.0, False),
+        Handover(TOPIC, 1, "consumer-a", None, "consumer-b", None, 3.5, 6.5, 3.0, False),
+    )
 
 
 def test_a_killed_members_partition_stalls_until_another_member_takes_it() -> None:
@@ -806,6 +839,8 @@ def test_spark_agrees_with_the_reference_on_consumer_worlds_and_generated_runs(
 
     collect()
     collect_plain()
+    hand = owners_apart_by_one_field()
+    by_level[RC].append((hand.run_id, Case(hand.events, [])))
     for level, cases in by_level.items():
         assert len(cases) >= 50
         with_handover = sum(
