@@ -491,20 +491,35 @@ def _send_chains(F: Any, Window: Any, per_value: DataFrame) -> DataFrame:
         F.lit(0).cast("long").alias("o2"), F.lit("").alias("o3"),
         F.col("sd_offset").alias("x"), F.col("sd_offset").alias("offset"), F.col("sd_ts").alias("ts"),
     )  # fmt: skip
-    # the window leads with a hash of its partition key: the sort then compares longs, not strings
+    # a link is named by two independent 64-bit hashes of its columns (xxhash64 under two seeds): the
+    # window's partitions by the first, each sorted by the second, so the sort compares longs where it
+    # compared four equal strings (measured at 20M rows: 22 -> 13 s), and the producer and key strings
+    # stay out of the shuffle. A link's predecessor is the previous row with both hashes equal: two links
+    # are merged only if both hashes collide (for a million links, odds below 1e-26)
     link = ("run_id", "producer", "what", "kk", "t", "p")
-    chain = Window.partitionBy("chain", *link).orderBy("o1", "o2", "o3")
+    chain = Window.partitionBy("chain").orderBy("link", "o1", "o2", "o3")
     previous = F.col("previous")
     broken = F.when(F.col("what") == 0, F.col("x") < previous).otherwise(F.col("x") <= previous)
     return (
         chains.unionByName(acked)
-        .withColumn("chain", F.xxhash64(*link))
-        .withColumn("previous", F.lag("x").over(chain))
+        .select(_link_hash(F, *link).alias("chain"), F.xxhash64(F.lit(_SECOND_SEED), *link).alias("link"),
+                "run_id", "value_id", "what", "t", "p", "o1", "o2", "o3", "x", "offset", "ts")
+        .withColumn("previous",
+                    F.when(F.lag("link").over(chain) == F.col("link"), F.lag("x").over(chain)))
         .where(F.coalesce(broken, F.lit(False)))
         .select(F.when(F.col("what") == 0, "reordered").otherwise("nonmonotonic_send").alias("anomaly"),
                 "run_id", "value_id", F.col("t").alias("topic"), F.col("p").alias("partition"), "offset",
                 "ts")
     )  # fmt: skip
+
+
+_SECOND_SEED = 0x5EED
+"""Hashed ahead of a key's columns, it makes ``xxhash64`` a second hash independent of the first."""
+
+
+def _link_hash(F: Any, *columns: Any) -> Any:
+    """The first of a send chain's two hashes, which partitions the window (tests make it collide)."""
+    return F.xxhash64(*columns)
 
 
 def _poll_order(

@@ -24,6 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chaos.audit import sparkjob
 from chaos.audit.model import (
     ANOMALIES,
     JEPSEN_ORDER_CHECKS,
@@ -647,10 +648,15 @@ def test_the_generator_reaches_every_branch() -> None:
     assert wanted <= seen, wanted - seen
 
 
+@pytest.mark.parametrize("links", ["hashed", "one_partition"])
 def test_spark_agrees_with_reference_on_order_worlds_in_one_job(
-    audit_spark: Any, clean_value_ids: Any
+    audit_spark: Any, clean_value_ids: Any, links: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Twenty read_committed worlds per plant and the read_committed hand cases, in ONE Spark job."""
+    """Twenty read_committed worlds per plant and the read_committed hand cases, in ONE Spark job.
+    ``one_partition``: every send chain's first hash collides, so the chains of every run share one window
+    partition and only their second hash keeps them apart."""
+    if links == "one_partition":
+        monkeypatch.setattr(sparkjob, "_link_hash", lambda F, *_columns: F.lit(0).cast("long"))
     cases: list[tuple[str, Case]] = []
     for plant in PLANTS:
 
