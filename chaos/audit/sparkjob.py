@@ -251,7 +251,8 @@ def spark_audit(
                 deliveries,
                 per_value,
                 windows,
-                (bounds, owners),
+                bounds,
+                owners,
                 runs,
                 options,
                 instances,
@@ -377,13 +378,14 @@ def _parts(
     deliveries: DataFrame,
     per_value: DataFrame,
     windows: DataFrame,
-    group: tuple[dict[str, tuple[float, float]], Owners],
+    bounds: dict[str, tuple[float, float]],
+    owners: Owners,
     runs: dict[str, tuple[float | None, float | None]],
     options: AuditOptions,
     instances: DataFrame,
 ) -> DataFrame:
     """The union of every small per-run part the driver collects (column ``part`` names each);
-    ``instances``: every anomaly instance (:func:`_instances`); ``group``: :func:`_group_bounds`;
+    ``instances``: every anomaly instance (:func:`_instances`); ``bounds``, ``owners``: :func:`_group_bounds`;
     ``runs``: :func:`_runs`."""
     kind = F.col("kind")
     per_anomaly = Window.partitionBy("run_id", "anomaly")
@@ -415,7 +417,7 @@ def _parts(
         .agg(F.max_by("outcome", "index").alias("end_outcome"), F.max_by("error", "index").alias("end_error"))
         .withColumn("part", F.lit("end")),
         *_availability(F, Window, acks, deliveries, per_value, windows, runs),
-        *_consumer(F, Window, deliveries, per_value, *group),
+        *_consumer(F, Window, deliveries, per_value, bounds, owners),
     ]
     union = parts[0]
     for part in parts[1:]:

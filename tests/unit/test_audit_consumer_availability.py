@@ -14,6 +14,7 @@ return exactly what the reference returns, on these worlds and on ``test_audit_p
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -536,6 +537,12 @@ def test_the_worlds_reach_every_ending_and_isolation() -> None:
 T0 = 1_700_000_000.0
 
 
+class Own(enum.Enum):
+    """:meth:`Hand.deliver`'s default member id: the member's own, ``m-{member}``."""
+
+    ID = enum.auto()
+
+
 class Hand:
     """A small history written by hand: every event at an explicit mono."""
 
@@ -575,7 +582,7 @@ class Hand:
         value_id: str,
         member: str = "a",
         *,
-        member_id: str | None = "",
+        member_id: str | Own | None = Own.ID,
     ) -> None:
         """A delivery by ``consumer-{member}`` as member ``m-{member}`` (``member_id``: that id instead;
         ``None``: none, as a consumer outside a group)."""
@@ -587,7 +594,7 @@ class Hand:
                 partition=p,
                 offset=offset,
                 value_id=value_id,
-                member=f"m-{member}" if member_id == "" else member_id,
+                member=f"m-{member}" if member_id is Own.ID else member_id,
                 **self.at(mono),
             )
         )
