@@ -24,6 +24,8 @@ SCENARIO_MASTER = "local[2]"
 LOCAL_DRIVER_MEMORY = "2g"
 """The JVM heap of a ``local`` master when none is asked for: its executors share it, and Spark's 1 GB
 default ran a deep audit plan out of heap in the unit suite."""
+DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
+"""PySpark's capture of each DataFrame call's Python call site; off in the sessions this module builds."""
 
 
 def spark_session(
@@ -73,6 +75,10 @@ def spark_session(
         # the audit's plan is deep: its full text (built for every query's listener event) ran a 1 GB
         # driver out of heap in the unit suite's biggest job; 1 MB of it is plenty to read
         .config("spark.sql.maxPlanStringLength", str(1 << 20))
+        # PySpark 4 wraps every DataFrame and Column call to send its Python call site to the JVM (for
+        # error messages): five py4j round trips each, 55 % of a small audit's ~26,000 and a fifth of its
+        # time (docs/audit.md, "Per-run cost"); the audit's errors name their part without it
+        .config(DATAFRAME_DEBUGGING, "false")
         # one session audits run after run (a pytest session, a gate): the status store keeps every
         # query's plan text and metrics, 1000 queries by default — hundreds of MB of a deep plan's text
         .config("spark.sql.ui.retainedExecutions", "20")

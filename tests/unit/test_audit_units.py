@@ -274,6 +274,30 @@ def test_spark_agrees_on_hand_cases_and_unreadable_topic(audit_spark: Any) -> No
     assert kept().size() == before
 
 
+def test_the_session_sends_no_call_sites_to_the_jvm(audit_spark: Any) -> None:
+    """PySpark 4 sends each DataFrame call's Python call site to the JVM (five py4j round trips a call) unless
+    ``spark.python.sql.dataFrameDebugging.enabled`` is off, as ``spark_session`` sets it."""
+    from pyspark.sql import functions as F
+
+    from chaos.audit.spark import DATAFRAME_DEBUGGING
+
+    client = audit_spark.sparkContext._gateway._gateway_client
+    sent: list[str] = []
+    send = client.send_command
+
+    def recorded(command: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(command)
+        return send(command, *args, **kwargs)
+
+    assert audit_spark.conf.get(DATAFRAME_DEBUGGING) == "false"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(client, "send_command", recorded)
+        rows = audit_spark.range(4).select((F.col("id") * 2).alias("x")).where(F.col("x") > 2).collect()
+    assert [r.x for r in rows] == [4, 6]
+    assert sent  # the calls did go through this client
+    assert not [c for c in sent if "PySparkCurrentOrigin" in c]
+
+
 def _facts(**counts: int) -> AuditFacts:
     return AuditFacts(
         "r",
