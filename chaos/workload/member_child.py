@@ -49,7 +49,17 @@ def die_with_parent() -> None:
 
 def stop_on_sigterm() -> threading.Event:
     """A child's signal wiring: the returned event is set by SIGTERM (the parent's graceful stop), and the
-    parent's death kills this process (:func:`die_with_parent`). Every child entry point calls it."""
+    parent's death kills this process (:func:`die_with_parent`). Every child entry point calls it; call it
+    from the main thread.
+
+    The kernel hands a process's signal to any of its threads that does not block it — an OpenBLAS worker
+    numpy started, say, and most often so when the process was frozen (SIGSTOP) as the signal came.
+    Python then runs the handler in the main thread only when that thread next runs Python code, which a
+    main thread blocked in a long ``stop.wait`` does not: the graceful stop waited for the wait's end
+    (measured: 11 of 40 frozen children sent SIGTERM then SIGCONT had not exited 3 s later). So the
+    C-level handler's wake-up byte, written in whichever thread took the signal, also sets the event
+    from a watcher thread.
+    """
     die_with_parent()
     stop = threading.Event()
 
@@ -57,6 +67,16 @@ def stop_on_sigterm() -> threading.Event:
         stop.set()
 
     signal.signal(signal.SIGTERM, on_term)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+
+    def watch() -> None:
+        while chunk := os.read(wake_read, 64):
+            if signal.SIGTERM in chunk:
+                stop.set()
+
+    threading.Thread(target=watch, daemon=True, name="sigterm-watch").start()
     return stop
 
 
