@@ -6,6 +6,8 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -356,8 +358,9 @@ def wait_state(pid: int, wanted: set[str], timeout_s: float = 5.0) -> str:
     return now
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
-def test_a_paused_child_is_stopped_resumes_and_still_stops_gracefully() -> None:
+@contextmanager
+def frozen_echo() -> Iterator[tuple[EchoChild, int]]:
+    """An echo child that has written its event and is frozen (state ``T``); SIGKILLed after if it runs."""
     sink = Collect()
     child = EchoChild("echo", "1", sink).start()
     try:
@@ -365,14 +368,20 @@ def test_a_paused_child_is_stopped_resumes_and_still_stops_gracefully() -> None:
         assert child.pid is not None
         child.pause()
         assert wait_state(child.pid, {"T"}) == "T"
-        child.resume()
-        assert wait_state(child.pid, {"S", "R"}) in {"S", "R"}
-        child.pause()
-        assert wait_state(child.pid, {"T"}) == "T"
-        child.stop(timeout_s=10.0)  # SIGTERM reaches a frozen child: stop() thaws it
+        yield child, child.pid
     finally:
         if child.running:
             child.crash()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_a_paused_child_is_stopped_resumes_and_still_stops_gracefully() -> None:
+    with frozen_echo() as (child, pid):
+        child.resume()
+        assert wait_state(pid, {"S", "R"}) in {"S", "R"}
+        child.pause()
+        assert wait_state(pid, {"T"}) == "T"
+        child.stop(timeout_s=10.0)  # SIGTERM reaches a frozen child: stop() thaws it
     assert child.returncode == 0
     with pytest.raises(WorkloadError, match="not running"):
         child.resume()
@@ -387,15 +396,6 @@ def test_frozen_children_stop_at_once_whichever_thread_takes_the_sigterm() -> No
     here), whose wait the handler does not interrupt: before the wake-up watcher of ``stop_on_sigterm``,
     11 of 40 such stops waited out the child's 30 s ``stop.wait``. Each must now close within 3 s."""
     for _ in range(FROZEN_STOPS):
-        sink = Collect()
-        child = EchoChild("echo", "1", sink).start()
-        try:
-            sink.wait_for(1)
-            assert child.pid is not None
-            child.pause()
-            assert wait_state(child.pid, {"T"}) == "T"
+        with frozen_echo() as (child, _pid):
             child.stop(timeout_s=3.0)  # raises WorkloadError if it has not closed by then
-        finally:
-            if child.running:
-                child.crash()
         assert child.returncode == 0
