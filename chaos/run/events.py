@@ -110,6 +110,10 @@ def value_id_for(run_id: str, producer: str, seq: int) -> str:
     return f"{run_id}:{producer}:{seq}"
 
 
+VALUE_ID_HEADER: Final = "chaos-id"
+"""The record header that carries a value's id beside its payload (the only place a tombstone's id is)."""
+
+
 def producer_of(value_id: str | None) -> str | None:
     """The producer named in ``value_id``; None for no value id or a foreign payload."""
     if type(value_id) is not str:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from chaos.errors import ConfigError
 from chaos.scenario.model import ScenarioError
 from chaos.workload import (
+    IDEMPOTENT,
     Checkpoint,
     ClientProfile,
     ClusterSampler,
@@ -30,6 +33,7 @@ from chaos.workload import (
     RestoreReader,
     RunContext,
     ThreadMember,
+    Traffic,
     TransactionalProducer,
     TxnProducerSpec,
     producer_config,
@@ -44,9 +48,36 @@ from chaos.workload.java_client import (
     JavaTransform,
     java_startup_probe,
 )
+from chaos.workload.producer import DEFAULT_KEYS
 from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec
 
 INTROSPECT_PROCESS: Final = "introspect"
+ProducerRole = Literal["app", "input"]
+PRODUCER_ROLES: Final = ("app", "input")
+
+
+class _Unset(enum.Enum):
+    UNSET = "unset"
+
+
+UNSET: Final = _Unset.UNSET
+"""An option left out (``keys``: the traffic's key space, else 16 keys)."""
+
+
+def producer_traffic(keys: int | _Unset | None, traffic: Traffic | None) -> tuple[int, Traffic | None]:
+    """A producer's ``(spec keys, traffic)`` from the call's ``keys`` and ``traffic``: ``keys`` given wins
+    over the traffic's; ``keys=None`` (keyless records) needs a traffic and gets a default one."""
+    if keys is not UNSET and keys is not None and (type(keys) is not int or keys < 1):
+        raise ConfigError(f"producer keys: expected the number of keys >= 1, or None (keyless); got {keys!r}")
+    if traffic is None:
+        if keys is UNSET:
+            return DEFAULT_KEYS, None
+        if keys is None:
+            return DEFAULT_KEYS, Traffic(keys=None)
+        return keys, None
+    if keys is not UNSET:
+        traffic = dataclasses.replace(traffic, keys=keys)
+    return traffic.keys or DEFAULT_KEYS, traffic
 
 
 class RunWorkers:
@@ -87,11 +118,31 @@ class RunWorkers:
         return dataclasses.replace(self.context, bootstrap_servers=self.client_bootstrap(client_path))
 
     def stream_context(
-        self, name: str, client: ClientProfile | str | None, client_path: str | None = None
+        self,
+        name: str,
+        client: ClientProfile | str | None,
+        client_path: str | None = None,
+        role: ProducerRole = "app",
     ) -> RunContext:
         """The context of producer ``name``: the run's (on ``client_path``), with ``client`` — a profile or
         a profile's name — in place of the variant's when given, which makes ``name`` a stream of its own
-        (:attr:`streams`)."""
+        (:attr:`streams`). ``role="input"``: the producer feeds a consume-transform-produce worker, and is a
+        plain idempotent one (``IDEMPOTENT``, no ``transactional.id``) whatever the variant's profile,
+        unless ``client`` names another non-transactional profile."""
+        if role not in PRODUCER_ROLES:
+            raise ConfigError(
+                f"producer {name}: role expected 'app' (the variant's client) or 'input' (a plain "
+                f"idempotent producer feeding a transform); got {role!r}"
+            )
+        if role == "input":
+            chosen_input = profile(client) if isinstance(client, str) else (client or IDEMPOTENT)
+            if chosen_input.transactional:
+                raise ConfigError(
+                    f"producer {name}: role='input' is a plain producer, and the client profile "
+                    f"{chosen_input.name!r} is transactional: leave client= out (IDEMPOTENT), or use "
+                    "run.txn_producer for a transactional input"
+                )
+            client = chosen_input
         context = self.context_on(client_path)
         if client is None:
             return context
@@ -165,22 +216,31 @@ class RunWorkers:
         client_path: str | None = None,
         client: ClientProfile | str | None = None,
         topic: str | None = None,
+        keys: int | _Unset | None = UNSET,
+        traffic: Traffic | None = None,
+        role: ProducerRole = "app",
     ) -> AnyProducer:
         """Start a producer with the variant's client configuration; joined (or stopped) by the caller.
         ``client_path``: see :meth:`context_on`. ``client``: a client profile of its own (see
         :meth:`stream_context`). ``topic``: another topic than the run's (a transforming worker's input).
+        ``keys``: the key space (``None``: keyless; over the traffic's); ``traffic``: the records' shape
+        (:class:`~chaos.workload.Traffic`); ``role="input"``: a plain idempotent producer even under a
+        transactional variant (see :meth:`stream_context`).
         On the Java client (:attr:`client_library`) a :class:`~chaos.workload.java_client.JavaProducer`
-        with the same interface and events."""
+        with the same interface and events (``keys`` only: a traffic shape is refused there)."""
+        spec_keys, shaped = producer_traffic(keys, traffic)
         spec = ProducerSpec(
             name=name,
             topic=topic,
             rate=rate,
             count=count,
             duration_s=duration_s,
+            keys=spec_keys,
             flush_timeout_s=flush_timeout_s,
             overrides=tuple(overrides),
+            traffic=shaped,
         )
-        context = self.stream_context(name, client, client_path)
+        context = self.stream_context(name, client, client_path, role)
         worker: AnyProducer
         if self.client_library == "java":
             worker = JavaProducer(context, spec, self.java_worker())
@@ -201,22 +261,29 @@ class RunWorkers:
         flush_timeout_s: float = 30.0,
         client_path: str | None = None,
         client: ClientProfile | str | None = None,
+        keys: int | _Unset | None = UNSET,
+        traffic: Traffic | None = None,
+        role: ProducerRole = "app",
     ) -> ProcessProducer:
         """Start a producer in a child process (:mod:`chaos.workload.producer_process`) that checkpoints what
         it considers sent (``checkpoint``: the last ack or the last send) in the run's directory: ``crash()``
         SIGKILLs it, ``start()`` again resumes at the checkpoint, ``pause()`` / ``resume()`` freeze it. The
         run stops it when it ends (unless it was killed). ``client_path``: see :meth:`context_on`;
-        ``client``: see :meth:`stream_context`."""
+        ``client``, ``role``: see :meth:`stream_context`; ``keys``, ``traffic``: see :meth:`producer` (a
+        resent value is the same record: every draw is a function of the seed and the sequence)."""
+        spec_keys, shaped = producer_traffic(keys, traffic)
         spec = ProcessProducerSpec(
             name=name,
             rate=rate,
             count=count,
             duration_s=duration_s if duration_s is not None or count is not None else 30.0,
             checkpoint=checkpoint,
+            keys=spec_keys,
             flush_timeout_s=flush_timeout_s,
             overrides=tuple(overrides),
+            traffic=shaped,
         )
-        worker = ProcessProducer(self.stream_context(name, client, client_path), spec)
+        worker = ProcessProducer(self.stream_context(name, client, client_path, role), spec)
 
         def close() -> None:
             if worker.running:
@@ -240,6 +307,8 @@ class RunWorkers:
         flush_timeout_s: float = 30.0,
         abort_rate: float = 0.0,
         abort_txns: tuple[int, ...] = (),
+        keys: int | _Unset | None = UNSET,
+        traffic: Traffic | None = None,
     ) -> TransactionalProducer:
         """Start a transactional producer (:mod:`chaos.workload.txn_producer`) in a child process: the
         producer's sends in transactions of ``txn_size``, every transaction's begin and end recorded, so the
@@ -248,7 +317,9 @@ class RunWorkers:
         ``freeze_in_txn``: the transaction in which it SIGKILLs / SIGSTOPs itself (``resume()`` thaws it).
         The run stops it when it ends (unless it was killed); ``wait()``, ``stop()``, ``crash()``,
         ``pause()`` / ``resume()`` are the caller's.
-        ``abort_rate`` / ``abort_txns``: transactions aborted on purpose (drawn from the run's seed)."""
+        ``abort_rate`` / ``abort_txns``: transactions aborted on purpose (drawn from the run's seed).
+        ``keys``, ``traffic``: see :meth:`producer`."""
+        spec_keys, shaped = producer_traffic(keys, traffic)
         spec = TxnProducerSpec(
             name=name,
             txn_size=txn_size,
@@ -260,8 +331,10 @@ class RunWorkers:
             abort_rate=abort_rate,
             abort_txns=abort_txns,
             abort_seed=self.context.seed or 0,
+            keys=spec_keys,
             flush_timeout_s=flush_timeout_s,
             overrides=tuple((overrides or {}).items()),
+            traffic=shaped,
         )
         worker = TransactionalProducer(self.stream_context(name, client), spec)
 

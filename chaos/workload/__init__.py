@@ -54,6 +54,7 @@ from chaos.workload.runner import (
     run_workload,
 )
 from chaos.workload.sampler import ClusterSampler
+from chaos.workload.traffic import Traffic, TrafficShape
 from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec, run_txn_worker
 from chaos.workload.txn_producer import (
     TransactionalProducer,
@@ -102,6 +103,8 @@ __all__ = [
     "Sink",
     "ThreadMember",
     "TimeProfile",
+    "Traffic",
+    "TrafficShape",
     "TransactionalProducer",
     "TransactionalWorker",
     "TxnProducerSpec",

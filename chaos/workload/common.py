@@ -7,7 +7,7 @@ import json
 import logging
 import struct
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException
@@ -15,13 +15,14 @@ from confluent_kafka import KafkaError, KafkaException
 from chaos.errors import WorkloadError
 from chaos.run.context import RunContext
 from chaos.run.context import Sink as Sink  # re-exported: where workload events go
-from chaos.run.events import ClientLog, parse_value_id, syslog_level
+from chaos.run.events import VALUE_ID_HEADER, ClientLog, parse_value_id, syslog_level
 
 CLIENT_FATAL: Final = "CLIENT_FATAL"
 """The facility of the ``client_log`` line recording a client's fatal error and what the worker did."""
 CLIENT_RESTART: Final = "CLIENT_RESTART"
 """The facility of the line recording a worker restarted after an error that is not a fatal one."""
 _CGMD_MAGIC: Final = b"CGMDv2:"
+_ID_PREFIX_MAX: Final = 300  # the longest value id: two names of 128, two colons, a sequence number
 _SYSLOG_FROM_PY: Final = {
     logging.CRITICAL: 2,
     logging.ERROR: 3,
@@ -137,15 +138,55 @@ class ClientLogBridge(logging.Handler):
 
 
 def payload_value_id(raw: bytes | None) -> str | None:
-    """The value id a record's payload carries, or None when the payload is not one of ours."""
+    """The value id a record's payload starts with — the whole payload, or the id then ``|`` or a space
+    and anything (a padded value) — or None when the payload is not one of ours."""
     if raw is None:
         return None
+    head = raw[: _ID_PREFIX_MAX + 1]
+    end = len(head)
+    for sep in (b"|", b" "):
+        cut = head.find(sep)
+        if 0 <= cut < end:
+            end = cut
+    if end > _ID_PREFIX_MAX:
+        return None
     try:
-        text = raw.decode("utf-8")
+        text = head[:end].decode("utf-8")
         parse_value_id(text)
     except (UnicodeDecodeError, ValueError):
         return None
     return text
+
+
+def header_value_id(headers: Sequence[tuple[str, bytes | str | None]] | None) -> str | None:
+    """The value id in a record's :data:`~chaos.run.events.VALUE_ID_HEADER` header, or None."""
+    for name, raw in reversed(headers or ()):  # the last one wins, as Java's lastHeader()
+        if name != VALUE_ID_HEADER or raw is None:
+            continue
+        text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+        try:
+            parse_value_id(text)
+        except ValueError:
+            return None
+        return text
+    return None
+
+
+def record_value_id(
+    value: bytes | None, headers: Sequence[tuple[str, bytes | str | None]] | None
+) -> str | None:
+    """A record's value id: from its value as :func:`payload_value_id` reads it, or — a tombstone, whose
+    value is null — from its :data:`~chaos.run.events.VALUE_ID_HEADER` header."""
+    if value is not None:
+        return payload_value_id(value)
+    return header_value_id(headers)
+
+
+def message_value_id(msg: Any) -> str | None:
+    """:func:`record_value_id` of a consumed ``confluent_kafka.Message`` (its headers read only for a
+    tombstone)."""
+    value = msg.value()
+    return payload_value_id(value) if value is not None else header_value_id(msg.headers())
 
 
 def member_fields(run_id: str, process: str, group: str, consumer: Any) -> dict[str, Any]:

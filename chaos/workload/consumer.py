@@ -54,7 +54,7 @@ from chaos.workload.common import (
     error_name,
     error_text,
     member_fields,
-    payload_value_id,
+    message_value_id,
 )
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.outcomes import COMMIT_UNKNOWN
@@ -320,7 +320,7 @@ def run_member(
                     topic=msg.topic() or topic,
                     partition=msg.partition() or 0,
                     offset=msg.offset() or 0,
-                    value_id=payload_value_id(msg.value()),
+                    value_id=message_value_id(msg),
                     key=raw_key.decode("utf-8", "replace") if raw_key is not None else None,
                     **base,
                 )

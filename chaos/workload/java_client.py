@@ -13,7 +13,8 @@ What the two clients share is decided once, on this side:
   ``REQUEST_TIMED_OUT`` for the Java client's ``TimeoutException``) or its exception class, and
   :class:`JavaChild` classifies it with :func:`chaos.workload.outcomes.classify_delivery_error`, the
   librdkafka worker's rule; a failed commit likewise (:data:`~chaos.workload.outcomes.COMMIT_UNKNOWN`);
-- a delivered record's value id: read from its payload by :func:`~chaos.workload.common.payload_value_id`;
+- a delivered record's value id: read from its payload, or a tombstone's from its ``chaos-id`` header, by
+  :func:`~chaos.workload.common.record_value_id`;
 - the client's own log: its WARN and ERROR lines become ``client_log`` events (facility: the logger's
   class, e.g. ``NetworkClient``, ``Sender``, ``ConsumerCoordinator``), the symptoms' evidence.
 """
@@ -30,8 +31,8 @@ from typing import Any, Final
 
 from chaos.errors import ConfigError, WorkloadError
 from chaos.run.context import RunContext, Sink
-from chaos.run.events import ClientLog, Event, SendInvoke, SendOutcome
-from chaos.workload.common import notice, payload_value_id
+from chaos.run.events import VALUE_ID_HEADER, ClientLog, Event, SendInvoke, SendOutcome
+from chaos.workload.common import notice, payload_value_id, record_value_id
 from chaos.workload.consumer import HASTY_CLOSE_S, ChildProcess, MemberSpec
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.java_build import JavaWorker
@@ -110,7 +111,11 @@ class JavaChild(ChildProcess):
             row["outcome"] = "info" if row.get("error") in COMMIT_UNKNOWN else "fail"
         elif kind == "delivery":
             value = row.pop("value", None)
-            row["value_id"] = payload_value_id(value.encode() if isinstance(value, str) else None)
+            header = row.pop("id_header", None)
+            row["value_id"] = record_value_id(
+                value.encode() if isinstance(value, str) else None,
+                [(VALUE_ID_HEADER, header)] if isinstance(header, str) else None,
+            )
         elif kind == "txn":
             ids = (payload_value_id(v.encode()) for v in row.pop("values", []) if isinstance(v, str))
             row["value_ids"] = [vid for vid in ids if vid is not None]
@@ -153,9 +158,17 @@ def _note_dropped(context: RunContext, name: str, java: JavaConfig) -> None:
 class JavaProducer:
     """A :class:`ProducerSpec`'s sends on the Java client (see the module docstring), with
     :class:`~chaos.workload.producer.ProducerWorker`'s interface: ``start()``, then ``join()`` or
-    ``stop()``, ``stats()``. Start it once: it keeps no checkpoint."""
+    ``stop()``, ``stats()``. Start it once: it keeps no checkpoint. A spec with a ``traffic`` shape is
+    refused (the worker sends bare value ids; ``keys`` it honours)."""
 
     def __init__(self, context: RunContext, spec: ProducerSpec, worker: JavaWorker) -> None:
+        if spec.traffic is not None:
+            raise ConfigError(
+                f"producer {spec.name}: the Java client's worker sends only the bare value id with a key "
+                f"k<seq % keys> (keys=N works); a traffic shape (sizes, headers, tombstones, key skew, "
+                "keyless records, a rate pattern) is librdkafka's only\n  fix: run this producer without "
+                "traffic=, or run the scenario on librdkafka (no --chaos-client java)"
+            )
         self.spec = spec
         self.context = context
         self.topic = spec.topic or context.topic

@@ -1,9 +1,11 @@
 """A producer worker: unique values at a target rate, each send recorded as invoke then exactly one outcome.
 
-Every value is ``value_id_for(run, producer, seq)`` (UTF-8) with a key ``k<seq % keys>``. The worker records
-:class:`SendInvoke` before ``produce()`` and one :class:`SendOutcome` per value: from the delivery report
-(classified by :mod:`chaos.workload.outcomes`), from a synchronous ``produce()`` error, or — for values still
-unacknowledged after the final flush and purge — ``info`` with ``_NO_DELIVERY_REPORT``.
+Every value is ``value_id_for(run, producer, seq)`` (UTF-8) with a key ``k<seq % keys>`` — or, with a
+:class:`~chaos.workload.traffic.Traffic`, the record its shape draws for ``seq`` (sized values, a key space,
+headers, tombstones, a rate pattern), the value id at the start of the value and in a header. The worker
+records :class:`SendInvoke` before ``produce()`` and one :class:`SendOutcome` per value: from the delivery
+report (classified by :mod:`chaos.workload.outcomes`), from a synchronous ``produce()`` error, or — for values
+still unacknowledged after the final flush and purge — ``info`` with ``_NO_DELIVERY_REPORT``.
 
 :class:`Pacer` (when the next send is due) and :class:`SendRecorder` (recording one producer's sends) are
 shared with the transactional producer (:mod:`chaos.workload.txn_producer`).
@@ -12,6 +14,7 @@ shared with the transactional producer (:mod:`chaos.workload.txn_producer`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import threading
 import time
@@ -28,10 +31,12 @@ from chaos.workload.common import ClientLogBridge, error_name, error_text, is_fa
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
 from chaos.workload.profiles import ConfigValue, config_items, producer_layers
+from chaos.workload.traffic import RatePattern, Traffic, TrafficShape
 
 ENQUEUE_GIVE_UP_S: Final = 5.0  # BufferError for this long (queue never drains) -> fail _QUEUE_FULL
 HASTY_FLUSH_S: Final = 1.0  # an interrupted session: a CI cancel leaves seconds, not a delivery timeout
 FATAL_FLUSH_S: Final = 5.0  # a client that failed fatally delivers nothing more: its reports, then close
+DEFAULT_KEYS: Final = 16
 MAX_INSTANCES: Final = 4
 """A producer whose client fails fatally is closed and replaced by a new instance, as an application must
 (Jepsen replaces a crashed client's process); after this many instances failed the stream ends."""
@@ -41,16 +46,19 @@ MAX_INSTANCES: Final = 4
 class ProducerSpec:
     """What one producer sends: ``rate`` messages/s (``None`` = as fast as possible) until ``count``
     messages or ``duration_s`` seconds, whichever comes first (at least one must be set), to ``topic``
-    (``None``: the run's)."""
+    (``None``: the run's). ``traffic``: the records' shape and rate pattern (``None``: each value its bare
+    id, key ``k<seq % keys>``, no headers); with a traffic, its key space is the one used, and ``keys``
+    other than the default must agree with it."""
 
     name: str
     topic: str | None = None
     rate: float | None = 1000.0
     count: int | None = None
     duration_s: float | None = 10.0
-    keys: int = 16
+    keys: int = 16  # DEFAULT_KEYS
     flush_timeout_s: float = 30.0
     overrides: tuple[tuple[str, ConfigValue], ...] = ()
+    traffic: Traffic | None = None
 
     def __post_init__(self) -> None:
         owner = type(self).__name__  # a subclass's errors name the subclass
@@ -68,26 +76,51 @@ class ProducerSpec:
             raise ConfigError(f"{owner}.duration_s: expected > 0; got {self.duration_s!r}")
         if self.keys < 1:
             raise ConfigError(f"{owner}.keys: expected >= 1; got {self.keys!r}")
+        if self.traffic is not None:
+            if not isinstance(self.traffic, Traffic):
+                raise ConfigError(
+                    f"{owner}.traffic: expected a chaos.workload.Traffic or None; got {self.traffic!r}"
+                )
+            if self.keys != DEFAULT_KEYS and self.keys != self.traffic.keys:
+                raise ConfigError(
+                    f"{owner}: keys={self.keys} and traffic.keys={self.traffic.keys} disagree: set the key "
+                    "space once, in Traffic(keys=...)"
+                )
+            self.traffic.pattern(self.rate)  # a burst needs a rate: refused here, not in the send loop
         if not self.flush_timeout_s > 0:
             raise ConfigError(f"{owner}.flush_timeout_s: expected > 0; got {self.flush_timeout_s!r}")
         object.__setattr__(self, "overrides", config_items(owner, "overrides", self.overrides))
 
+    def pattern(self) -> RatePattern | None:
+        """The traffic's rate pattern at :attr:`rate`; ``None``: a steady rate."""
+        return self.traffic.pattern(self.rate) if self.traffic is not None else None
+
     def sending_s(self) -> float:
-        """How long the sending lasts: ``duration_s``, or ``count`` at ``rate`` when that ends first."""
+        """How long the sending lasts: ``duration_s``, or ``count`` at ``rate`` (or the traffic's rate
+        pattern) when that ends first."""
         duration = self.duration_s or 0.0
-        if self.count is not None and self.rate:
+        pattern = self.pattern()
+        if self.count is not None and pattern is not None:
+            duration = min(duration or float("inf"), pattern.due(self.count))
+        elif self.count is not None and self.rate:
             duration = min(duration or float("inf"), self.count / self.rate)
         return duration
+
+    def shape(self, context: RunContext) -> TrafficShape | None:
+        """The traffic resolved for this producer in ``context`` (its seed, else the run's)."""
+        return self.traffic.shape(self.name, context.seed) if self.traffic is not None else None
 
     def to_data(self) -> dict[str, Any]:
         """As JSON data (a child process's spec): :meth:`from_data` reads it back."""
         data = asdict(self)
         data["overrides"] = [list(p) for p in self.overrides]
+        data["traffic"] = self.traffic.to_data() if self.traffic is not None else None
         return data
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Self:
-        return cls(**data)
+        traffic = data.get("traffic")
+        return cls(**{**data, "traffic": Traffic.from_data(traffic) if traffic is not None else None})
 
     def client_config(self, context: RunContext) -> ClientConfig:
         """The producer's effective configuration in ``context``: the run's, then ``overrides``."""
@@ -123,6 +156,7 @@ class Pacer:
         self._deadline = self.started + spec.duration_s if spec.duration_s is not None else float("inf")
         self._count = spec.count if spec.count is not None else 2**62
         self._interval = 1.0 / spec.rate if spec.rate else 0.0
+        self._pattern = spec.pattern()
         self._stop = stop
 
     def ready(self, producer: Producer) -> bool:
@@ -131,13 +165,19 @@ class Pacer:
             now = time.monotonic()
             if now >= self._deadline:
                 return False
-            if self._interval:
-                due = self.started + (self.seq - self._start) * self._interval
+            if self._pattern is not None or self._interval:
+                due = self.started + self.due(self.seq - self._start)
                 if due > now + 0.001:
                     producer.poll(min(due - now, self._deadline - now, 0.1))
                     continue
             return True
         return False
+
+    def due(self, n: int) -> float:
+        """Seconds after the start at which this session's send ``n`` (0 = its first) is due."""
+        if self._pattern is not None:
+            return self._pattern.due(n)
+        return n * self._interval
 
     def sent(self, producer: Producer) -> None:
         """Count the send just made (delivery reports are served every 64 sends)."""
@@ -158,9 +198,12 @@ class SendRecorder:
         topic: str,
         keys: int,
         on_ack: Callable[[int], None] | None = None,
+        shape: TrafficShape | None = None,
     ) -> None:
-        """``on_ack(seq)``: called with each acknowledged value's sequence number (a checkpoint)."""
+        """``on_ack(seq)``: called with each acknowledged value's sequence number (a checkpoint);
+        ``shape``: the records' traffic shape (``None``: the bare value id, key ``k<seq % keys>``)."""
         self._on_ack = on_ack
+        self._shape = shape
         self.process = process
         self.topic = topic
         self._keys = keys
@@ -181,7 +224,18 @@ class SendRecorder:
     def send(self, producer: Producer, seq: int) -> str:
         """Record and produce value ``seq``; returns its value id."""
         vid = value_id_for(self._run_id, self.process, seq)
-        key = f"k{seq % self._keys}"
+        if self._shape is None:
+            key: str | None = f"k{seq % self._keys}"
+            value: bytes | None = vid.encode()
+            headers: list[tuple[str, str | bytes | None]] | None = None
+            tombstone = None
+            report = self.on_delivery
+        else:
+            shaped = self._shape.record(seq, vid)
+            key, value, headers = shaped.key, shaped.value, list(shaped.headers)
+            tombstone = True if shaped.tombstone else None
+            report = functools.partial(self._delivered, vid)  # a tombstone's value names nothing
+        raw_key = key.encode() if key is not None else None
         invoke = SendInvoke(
             run_id=self._run_id,
             process=self.process,
@@ -190,6 +244,7 @@ class SendRecorder:
             seq=seq,
             topic=self.topic,
             key=key,
+            tombstone=tombstone,
         )
         self._sink(invoke)
         with self._lock:
@@ -198,9 +253,7 @@ class SendRecorder:
         give_up = time.monotonic() + ENQUEUE_GIVE_UP_S
         while True:
             try:
-                producer.produce(
-                    self.topic, value=vid.encode(), key=key.encode(), on_delivery=self.on_delivery
-                )
+                producer.produce(self.topic, value=value, key=raw_key, headers=headers, on_delivery=report)
                 return vid
             except BufferError:
                 # The local queue is full: serve delivery reports to drain it, then retry the same value.
@@ -236,10 +289,12 @@ class SendRecorder:
         )
 
     def on_delivery(self, err: KafkaError | None, msg: Message) -> None:
-        """The delivery report callback (``on_delivery`` of every ``produce()``)."""
-        now = time.monotonic()
+        """The delivery report callback of a bare value (``on_delivery`` of its ``produce()``)."""
         raw = msg.value()
-        vid = raw.decode("utf-8", "replace") if raw is not None else ""
+        self._delivered(raw.decode("utf-8", "replace") if raw is not None else "", err, msg)
+
+    def _delivered(self, vid: str, err: KafkaError | None, msg: Message) -> None:
+        now = time.monotonic()
         with self._lock:
             mono = self._pending.pop(vid, None)
             if mono is None or self._closed:
@@ -380,7 +435,7 @@ class ProducerWorker:
         self.client_config = spec.client_config(context)
         announce(context, self.client_config)  # what it runs with (callbacks excluded): the run records it
         self._config: dict[str, Any] = {**self.client_config.settings, **self._logs.callbacks()}
-        self._sends = SendRecorder(context, spec.name, self.topic, spec.keys)
+        self._sends = SendRecorder(context, spec.name, self.topic, spec.keys, shape=spec.shape(context))
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._hasty = False

@@ -112,7 +112,9 @@ def run_process_producer(context: RunContext, spec: ProcessProducerSpec, stop: t
     keeper = _Checkpointer(path, start)
     logs = ClientLogBridge(context.sink, context.run_id, spec.name)
     on_ack = keeper.passed if spec.checkpoint == "ack" else None
-    sends = SendRecorder(context, spec.name, spec.topic or context.topic, spec.keys, on_ack)
+    sends = SendRecorder(
+        context, spec.name, spec.topic or context.topic, spec.keys, on_ack, spec.shape(context)
+    )
     config = {**spec.client_config(context).settings, **logs.callbacks()}
     notice(context, spec.name, "RESUME", f"starting at sequence {start} (checkpoint: last {spec.checkpoint})")
     try:

@@ -31,7 +31,7 @@ from confluent_kafka.admin._listoffsets import OffsetSpec
 from chaos.errors import ConfigError
 from chaos.run.context import RunContext
 from chaos.run.events import DrainEnd, DrainRead, Isolation, ProbeCall
-from chaos.workload.common import ClientLogBridge, error_name, error_text, payload_value_id
+from chaos.workload.common import ClientLogBridge, error_name, error_text, message_value_id
 from chaos.workload.profiles import admin_config
 
 LOG_FLUSH_S = 0.2  # serving the client's queue once more before close delivers its last log lines
@@ -473,7 +473,7 @@ def _drain_one(
                                 topic=topic,
                                 partition=p,
                                 offset=offset,
-                                value_id=payload_value_id(msg.value()),
+                                value_id=message_value_id(msg),
                                 key=_key(msg.key()),
                             )
                         )

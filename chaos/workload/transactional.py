@@ -57,7 +57,7 @@ from chaos.workload.common import (
     error_text,
     kafka_error,
     member_fields,
-    payload_value_id,
+    message_value_id,
     record_replaced,
 )
 from chaos.workload.consumer import (
@@ -298,7 +298,7 @@ def _run_instance(
             value_ids: list[str] = []
             for msg in records:
                 raw_key = msg.key()
-                vid = payload_value_id(msg.value())
+                vid = message_value_id(msg)
                 sink(
                     Delivery(
                         topic=msg.topic() or spec.input_topic,
@@ -309,7 +309,7 @@ def _run_instance(
                         **base,
                     )
                 )
-                producer.produce(output, value=msg.value(), key=raw_key)
+                producer.produce(output, value=msg.value(), key=raw_key, headers=msg.headers())
                 if vid is not None:
                     value_ids.append(vid)
                 if spec.processing.per_record_s:

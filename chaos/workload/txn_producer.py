@@ -60,7 +60,7 @@ HALTS: Final = (
 @dataclass(frozen=True)
 class TxnProducerSpec(ProducerSpec):
     """:class:`ProducerSpec`'s sends — ``rate`` sends/s until ``count`` sends or ``duration_s``, to ``topic``
-    (``None``: the run's), ``keys``, ``overrides`` — in transactions of ``txn_size`` sends.
+    (``None``: the run's), ``keys``, ``overrides``, ``traffic`` — in transactions of ``txn_size`` sends.
 
     The client profile must be transactional (``TRANSACTIONAL``, or any whose guarantee is exactly_once).
     ``transactional.id`` is ``chaos-<name>`` unless ``overrides`` sets it: a new instance of a producer under
@@ -169,7 +169,9 @@ def run_txn_producer(context: RunContext, spec: TxnProducerSpec, stop: threading
     tid = str(client.settings["transactional.id"])
     timeout = spec.api_timeout_s or context.time.api_timeout_s
     logs = ClientLogBridge(context.sink, context.run_id, spec.name)
-    sends = SendRecorder(context, spec.name, spec.topic or context.topic, spec.keys)
+    sends = SendRecorder(
+        context, spec.name, spec.topic or context.topic, spec.keys, shape=spec.shape(context)
+    )
     marker = TxnMarkers(context.sink, context.run_id, spec.name, tid)
     producer = Producer({**client.settings, **logs.callbacks()})
     begun = committed = aborted = 0

@@ -8,6 +8,7 @@ import static chaos.worker.ChaosWorker.event;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.charset.StandardCharsets;
 import java.util.Collection;
 import java.util.Map;
 import java.util.TreeMap;
@@ -19,6 +20,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
 
 /**
  * The history rows of one group consumer ({@link Member}, {@link Transform}): every row carries the run,
@@ -26,6 +28,9 @@ import org.apache.kafka.common.TopicPartition;
  * chaos.workload.common.member_fields does on librdkafka.
  */
 final class GroupRows {
+  /** chaos.run.events.VALUE_ID_HEADER: the header carrying a record's value id. */
+  static final String ID_HEADER = "chaos-id";
+
   private final String runId;
   private final String name;
   private final String group;
@@ -60,7 +65,10 @@ final class GroupRows {
     return row;
   }
 
-  /** A delivered record; its {@code value} the parent turns into a value id (or null). */
+  /**
+   * A delivered record; its {@code value} the parent turns into a value id (or null), and for a tombstone
+   * (a null value) its value-id header, {@code id_header}.
+   */
   ObjectNode delivery(ConsumerRecord<String, String> record) {
     ObjectNode row = row("delivery");
     row.put("topic", record.topic());
@@ -68,7 +76,18 @@ final class GroupRows {
     row.put("offset", record.offset());
     row.put("value", record.value());
     row.put("key", record.key());
+    if (record.value() == null) {
+      row.put("id_header", idHeader(record));
+    }
     return row;
+  }
+
+  /** The record's value-id header ({@code chaos-id}) as text, or null. */
+  static String idHeader(ConsumerRecord<String, String> record) {
+    Header header = record.headers().lastHeader(ID_HEADER);
+    return header == null || header.value() == null
+        ? null
+        : new String(header.value(), StandardCharsets.UTF_8);
   }
 
   /** A synchronous commit of {@code next}, recorded: {@code ok}, or its error for the parent to classify. */

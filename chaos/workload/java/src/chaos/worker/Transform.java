@@ -185,8 +185,8 @@ final class Transform {
     ArrayNode values = ChaosWorker.object().arrayNode();
     for (ConsumerRecord<String, String> record : records) {
       emit(rows.delivery(record));
-      producer.send(new ProducerRecord<>(output, record.key(), record.value()));
-      values.add(record.value());
+      producer.send(new ProducerRecord<>(output, null, record.key(), record.value(), record.headers()));
+      values.add(record.value() != null ? record.value() : GroupRows.idHeader(record));
       if (perRecordS > 0) {
         awaitStop(perRecordS);
       }
