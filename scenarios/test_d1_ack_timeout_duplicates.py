@@ -172,8 +172,8 @@ def test_d1(run: ScenarioRun) -> None:
     duplicated = {v: n for v, n in copies.items() if n > 1}
     timeouts = _lost_acks(events)
     reconnects = [e.message for e in views.client_logs(events) if "Timed out ApiVersionRequest" in e.message]
-    inject = views.faults(events, "latency")[0]
-    heal = next(e for e in views.faults(events, "latency") if e.action == "heal")
+    inject = views.fault_event(events, latency, "inject")
+    heal = views.fault_event(events, latency, "heal")
     print(
         f"\n{variant}: copies per duplicated value {sorted(Counter(duplicated.values()).items())}; "
         f"latency held {heal.mono - inject.mono:.1f} s"

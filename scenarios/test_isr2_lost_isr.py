@@ -182,9 +182,9 @@ def test_isr2(run: ScenarioRun) -> None:
         assert result.count("lost_acked") == 0
         assert result.count("unseen_by_group") == 0
     events = result.events
-    crashed, restarted = views.fault_window(events, "crash")
-    cut_at = views.faults(events, "replication_cut")[0]
-    cut_healed = views.fault_window(events, "replication_cut")[1]
+    crashed, restarted = views.fault_window(events, crash)
+    cut_at = views.fault_event(events, cut)
+    cut_healed = views.fault_window(events, cut)[1]
     spans = views.leader_timeline(events, run.topic, 0, process="introspect")
     timeline = [(s.leader, round(s.first_mono - crashed, 1), s.samples) for s in spans]
     refused = [e for e in views.outcomes(events) if e.outcome != "ok"]

@@ -126,6 +126,7 @@ def test_isr3(run: ScenarioRun) -> None:
         failover_s = run.wait_until(
             f"broker {broker} out of every ISR", lambda: _failed_over(run, broker), 40
         )
+    run.mark("window-start")
     run.note(
         f"window start: broker {broker} out of every ISR {failover_s:.1f} s after the crash"
         if failover_s is not None
@@ -133,6 +134,7 @@ def test_isr3(run: ScenarioRun) -> None:
     )
     sent = _sends(run.events())
     run.wait_for(f"{WINDOW_S:.0f} s of sends", lambda ev: _sends(ev) >= sent + WINDOW_S * RATE, 30)
+    run.mark("window-end")
     run.note("window end: restarting the broker")
     crash.heal()
     producer.stop()
@@ -141,7 +143,7 @@ def test_isr3(run: ScenarioRun) -> None:
 
     assert result.count("lost_acked") == result.count("unseen_by_group") == 0
     events = result.events
-    start, end = (e.mono for e in views.client_logs(events, facility="SCENARIO")[:2])
+    start, end = (views.mark(events, name).mono for name in ("window-start", "window-end"))
     ok_in_window = [e for e in views.outcomes(events, "ok") if start + 1.0 < e.mono < end]
     by_partition = {p: sum(e.partition == p for e in ok_in_window) for p in range(3)}
     refused = [e for e in views.outcomes(events) if e.error == "NOT_ENOUGH_REPLICAS"]

@@ -144,7 +144,7 @@ def test_l1(run: ScenarioRun) -> None:
     result = run.finish()
 
     events = result.events
-    injected, healed = views.fault_window(events, "network_cut")
+    injected, healed = views.fault_window(events, cut)
     not_ok = [e for e in views.outcomes(events) if e.outcome != "ok"]
     sent = {e.value_id for e in events if isinstance(e, SendInvoke)}
     missing = sent - _drained_ids(events)
@@ -183,7 +183,7 @@ def test_l1(run: ScenarioRun) -> None:
             assert "lost_acked" in result.audit.failed_by
             # Lost: the values sent to P after the cut, while B still took them.
             assert all(e.partition == partition for e in lost), lost
-            cut_ts = views.faults(events, "network_cut")[0].ts
+            cut_ts = views.fault_event(events, cut).ts
             assert all(e.ts is not None and e.ts >= cut_ts for e in lost), lost
     else:
         # Nothing acknowledged is missing; whatever is missing had a reported error or unknown outcome.

@@ -111,7 +111,7 @@ def test_md1(run: ScenarioRun) -> None:
     # Verdicts: reads only, nothing lost or duplicated.
     assert result.count("lost_acked") == result.count("duplicate_in_log") == 0
     events = result.events
-    injected, healed = views.fault_window(events, "latency")
+    injected, healed = views.fault_window(events, fault)
     offsets = views.probe_calls(events, "list_offsets")
     print(
         f"{variant}: latency {latency_ms} ms on broker {broker} (leader of p{led}); T {timeout_s} s; "

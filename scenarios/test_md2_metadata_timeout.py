@@ -136,9 +136,9 @@ def test_md2(run: ScenarioRun) -> None:
 
     events = result.events
     (call,) = views.probe_calls(events, "metadata")
-    latency = views.faults(events, "latency")
-    injects = [e.mono for e in latency if e.action == "inject"]
-    heals = [e.mono for e in latency if e.action == "heal"]
+    windows = [views.fault_window(events, fault) for fault in faults]
+    injects = [inject for inject, _ in windows]
+    heals = [heal for _, heal in windows if heal is not None]
     logs = [e for e in views.client_logs(events) if e.process == "probe"]
     print(
         f"\n{variant}: latency {latency_ms} ms on brokers {slow}; T {timeout_s} s; metadata "

@@ -184,16 +184,17 @@ def test_md3(run: ScenarioRun) -> None:
         member.stop()
     else:
         member.crash()
+    run.mark("old-client-stopped")
     run.note(f"old client {'closed' if variant == 'graceful' else 'killed'}")
     if variant == "remediated":
         waited = run.wait_until(
             "the coordinator expired the old member", lambda: _group_members(run) == 0, 3 * session_s
         )
         run.note(f"group without members {waited:.1f} s after the kill")
-    run.note("client restart")
+    run.mark("client-restart")
     probed = run.startup_probe(timeout_s=api_timeout_s, group=True)
     # The restarted client: same actor name, a new member id (on a thread: no interpreter start to wait).
-    run.note("consumer started")
+    run.mark("consumer-started")
     run.member("consumer-0", batch_size=100)
     more = run.producer("producer-1", count=MORE, rate=None, duration_s=30.0).join()
     assert more.ok == MORE, more
@@ -207,11 +208,10 @@ def test_md3(run: ScenarioRun) -> None:
     result = run.finish()
 
     events = result.events
-    notes = {e.message: e for e in views.client_logs(events, facility="SCENARIO")}
-    stopped = next(e for t, e in notes.items() if t and t.startswith("old client"))
-    restart = notes["client restart"]
-    started = notes["consumer started"]
-    cut, _ = views.fault_window(events, "network_cut")
+    stopped = views.mark(events, "old-client-stopped")
+    restart = views.mark(events, "client-restart")
+    started = views.mark(events, "consumer-started")
+    cut, _ = views.fault_window(events, fault)
     probes = [p for p in views.probe_calls(events) if p.process == "probe"]
     assigns = [r for r in views.rebalances(events, "consumer-0") if r.action == "assign" and r.partitions]
     old = [r for r in assigns if r.mono < stopped.mono]

@@ -179,8 +179,10 @@ def test_o1(run: ScenarioRun) -> None:
             40,
         )
     refused: list[bool] = []  # per dip: no ack for 1.5 s
+    dip_faults: list[IsrDip] = []
     for _ in range(DIPS):
         dip = run.fault(IsrDip, leader, run.topic, 2)
+        dip_faults.append(dip)
         dip.inject()
         quiet = False
         with contextlib.suppress(AssertionError):  # a precondition, recorded below
@@ -199,7 +201,7 @@ def test_o1(run: ScenarioRun) -> None:
     result = run.finish()
 
     events = result.events
-    dips = views.faults(events, "isr_dip")
+    dips = [e for dip in dip_faults for e in views.fault_events(events, dip)]
     reordered = result.count("reordered")
     examples = dict(result.audit.facts.anomalies)["reordered"].examples
     assert result.count("lost_acked") == 0

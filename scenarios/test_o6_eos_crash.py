@@ -128,6 +128,7 @@ def test_o6(run: ScenarioRun) -> None:
         first.crash()
     crashed = code == -signal.SIGKILL
     exit_detail = f"exit code {code}" + ("" if crashed else f"; stderr {first.stderr_tail()}")
+    run.mark("transformer-killed")
     run.note(f"{NAME} SIGKILLed in batch {CRASH_IN}, before its commit")
     second = _worker(run, variant, source, None).start()
     run.on_close(lambda: second.stop())
@@ -139,7 +140,7 @@ def test_o6(run: ScenarioRun) -> None:
     markers = [e for e in events if isinstance(e, TxnMarker)]
     committed = Counter(v for m in markers if m.action == "commit" and m.outcome == "ok" for v in m.value_ids)
     inits = [e.message for e in views.client_logs(events, facility="TXN_INIT")]
-    crash = next(e for e in views.client_logs(events, facility="SCENARIO") if "SIGKILL" in e.message)
+    crash = views.mark(events, "transformer-killed")
     resumed = next((d for d in views.deliveries(events) if d.mono > crash.mono), None)
     again = f"{resumed.mono - crash.mono:.1f} s" if resumed else "never"
     assert result.count("lost_acked") == 0

@@ -163,7 +163,7 @@ def test_pb1(run: ScenarioRun) -> None:
     result = run.finish()
 
     events = result.events
-    injected, _ = views.fault_window(events, "crash" if variant == "crash" else "network_cut")
+    injected, _ = views.fault_window(events, fault)
     spans = views.leader_timeline(events, run.topic, led, process="introspect")
     moved = next((s.first_mono for s in spans if s.leader not in (broker, None)), None)
     refused = [

@@ -121,6 +121,7 @@ def test_pb4(run: ScenarioRun) -> None:
     run.introspect(interval_s=0.5)
 
     def test(step: str) -> None:
+        run.mark(f"step-{step}")
         run.note(f"test {step}")
         stats = run.producer(f"producer-{step}", count=N, rate=None, duration_s=30.0).join()
         assert stats.ok == N, (step, stats)
@@ -171,10 +172,11 @@ def test_pb4(run: ScenarioRun) -> None:
 
     events = result.events
     notes = [(e.message or "", e.mono) for e in views.client_logs(events, facility="SCENARIO")]
-    starts = {text.removeprefix("test "): mono for text, mono in notes if text.startswith("test ")}
+    marked = views.marks(events)
+    starts = {step: marked[f"step-{step}"].mono for step in STEPS if f"step-{step}" in marked}
     samples = views.samples(events, process="introspect")
-    crashed, resumed = views.fault_window(events, "crash")
-    cut_at, _ = views.fault_window(events, "network_cut")
+    crashed, resumed = views.fault_window(events, crash)
+    cut_at, _ = views.fault_window(events, cut)
     exit_crash = _isr_exit(samples, broker, crashed)
     exit_cut = _isr_exit(samples, broker, cut_at)
     ran = result.precondition("every test step of the script ran", sorted(starts) == sorted(STEPS), starts)

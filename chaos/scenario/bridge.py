@@ -10,6 +10,12 @@ from chaos.history import FaultEvent, json_text
 FAULT_PROCESS: Final = "nemesis"
 
 
+def event_target(record: FaultRecord) -> str:
+    """A fault's ``target`` as its history events say it: the brokers it hit (``broker-2``,
+    ``broker-1,broker-3``), else the target as asked."""
+    return ",".join(f"broker-{b}" for b in record.brokers) or record.target
+
+
 def fault_event(run_id: str, action: str, record: FaultRecord) -> FaultEvent:
     """A fault record of :mod:`chaos.faults` as a history event (``inject`` or ``heal``).
 
@@ -27,7 +33,7 @@ def fault_event(run_id: str, action: str, record: FaultRecord) -> FaultEvent:
             "evidence": record.effect.evidence,
             "required": record.effect.required,
         }
-    target = ",".join(f"broker-{b}" for b in record.brokers) or record.target
+    target = event_target(record)
     # Listeners hear successful heals only, so a heal event's record has ``healed_at``; an error on it is the
     # inject's failure (the fault was undone all the same): evidence in ``message``, not a failed heal.
     failed = action == "heal" and record.healed_at is None and record.error is not None

@@ -51,7 +51,7 @@ from chaos.scenario.conclude import (
 from chaos.scenario.describe import describe_run, scenario_id, variant_client
 from chaos.scenario.model import Scenario, ScenarioError, Variant
 from chaos.scenario.result import ScenarioResult
-from chaos.scenario.views import acked_ids, delivered_ids
+from chaos.scenario.views import MARK_FACILITY, acked_ids, delivered_ids, find_mark, mark_text
 from chaos.scenario.workers import RunWorkers
 from chaos.workload import RunContext, consumer_config, drain, time_profile
 from chaos.workload.effective import announced, take_announced
@@ -369,6 +369,19 @@ class ScenarioRun(RunWorkers):
         self.record(
             ClientLog(
                 run_id=self.run_id, process="scenario", level="notice", message=text, facility="SCENARIO"
+            )
+        )
+
+    def mark(self, name: str) -> None:
+        """A named moment of the timeline (``cut-done``), found again by name with
+        :func:`chaos.scenario.views.mark` — never by its position among the notes, to which a gate run adds
+        its own. A name is used once per run (``ScenarioError`` for a second one)."""
+        text = mark_text(name)
+        if find_mark(self.events(), name) is not None:
+            raise ScenarioError(f"mark {name!r} is already in this run's history: one name per moment")
+        self.record(
+            ClientLog(
+                run_id=self.run_id, process="scenario", level="notice", message=text, facility=MARK_FACILITY
             )
         )
 

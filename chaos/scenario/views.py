@@ -2,13 +2,22 @@
 
 Assertions go through the history (and the audit), never through counters kept on the side: these
 helpers only filter and summarise typed events (``read_events(run_dir)`` or the runner's live copy).
+
+A moment of the timeline is found by the event that *is* that moment, never by its position in a list
+other code may add to (a gate run writes notes of its own first; a nemesis adds faults): a fault's own
+inject or heal (:func:`fault_event`, :func:`fault_window`: matched by the fault's kind, target and sequence
+number in the run's fault log) or a scenario's named mark (:func:`mark`, written by
+:meth:`chaos.scenario.ScenarioRun.mark`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
+from chaos.faults.base import Fault, FaultRecord
 from chaos.history.events import (
     ClientLog,
     ClusterSample,
@@ -20,7 +29,16 @@ from chaos.history.events import (
     Rebalance,
     SendOutcome,
 )
-from chaos.history.windows import fault_windows
+from chaos.history.windows import fault_seq
+from chaos.run.events import FaultAction
+from chaos.scenario.bridge import event_target
+
+MARK_FACILITY: Final = "SCENARIO"
+"""The facility of a scenario's notes and marks (``client_log`` from the process ``scenario``)."""
+MARK_PREFIX: Final = "mark: "
+"""A mark's message is exactly this prefix and its name (``mark: cut-done``)."""
+MARK_NAME: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+"""A mark's name: lower-case words joined by ``-``, ``.`` or ``_`` (``cut-done``, ``step-t1a``)."""
 
 
 def probe_calls(events: Iterable[Event], operation: str | None = None) -> list[ProbeCall]:
@@ -32,13 +50,102 @@ def faults(events: Iterable[Event], fault: str | None = None) -> list[FaultEvent
     return [e for e in events if isinstance(e, FaultEvent) and (fault is None or e.fault == fault)]
 
 
-def fault_window(events: Sequence[Event], fault: str) -> tuple[float, float | None]:
-    """``(inject mono, heal mono or None)`` of the first ``fault`` injected in the history (``events`` in
-    record order), paired with its heal by :func:`chaos.history.windows.fault_windows`."""
-    first = next(iter(fault_windows(faults(events, fault))), None)
-    if first is None:
-        raise AssertionError(f"no {fault} inject in the history")
-    return first.inject.mono, first.heal.mono if first.heal is not None else None
+def _record(fault: Fault | FaultRecord) -> FaultRecord:
+    if isinstance(fault, FaultRecord):
+        return fault
+    if fault.record is None:
+        raise AssertionError(f"{fault.kind} on {fault.target_text} was never injected")
+    return fault.record
+
+
+def fault_event(
+    events: Iterable[Event], fault: Fault | FaultRecord, action: FaultAction = "inject"
+) -> FaultEvent:
+    """``fault``'s own ``inject`` (or ``heal``) event: the one of its kind, its target and its sequence
+    number in the run's fault log — whatever other faults (a nemesis, another case step) the history holds
+    and in whatever order. AssertionError when the history has none (a heal not done) or, impossibly,
+    several."""
+    record = _record(fault)
+    found = [e for e in fault_events(events, record) if e.action == action]
+    if len(found) != 1:
+        what = "no" if not found else f"{len(found)}"
+        raise AssertionError(
+            f"{what} {action} event of {record.kind} #{record.seq} on {event_target(record)} in the history"
+        )
+    return found[0]
+
+
+def fault_events(events: Iterable[Event], fault: Fault | FaultRecord) -> list[FaultEvent]:
+    """``fault``'s own events in record order: its inject and, once healed, its heal."""
+    record = _record(fault)
+    target = event_target(record)
+    return [
+        e for e in faults(events, record.kind) if e.target == target and fault_seq(e.params) == record.seq
+    ]
+
+
+def fault_window(events: Sequence[Event], fault: Fault | FaultRecord) -> tuple[float, float | None]:
+    """``(inject mono, heal mono or None)`` of ``fault`` (the handle :meth:`ScenarioRun.fault` returned, or
+    its record): its own events (:func:`fault_event`), ``None`` for a heal the history does not hold."""
+    inject = fault_event(events, fault, "inject")
+    try:
+        heal: float | None = fault_event(events, fault, "heal").mono
+    except AssertionError:
+        heal = None
+    return inject.mono, heal
+
+
+def mark_text(name: str) -> str:
+    """The message of the mark ``name`` (a ``ValueError`` for a name :data:`MARK_NAME` refuses)."""
+    if not isinstance(name, str) or not MARK_NAME.fullmatch(name):
+        raise ValueError(
+            f"mark name {name!r}: expected lower-case words joined by '-', '.' or '_' (e.g. 'cut-done')"
+        )
+    return MARK_PREFIX + name
+
+
+def marks(events: Iterable[Event]) -> dict[str, ClientLog]:
+    """Every mark of the history by name (notes and the gate's own notes are not marks)."""
+    found: dict[str, ClientLog] = {}
+    for e in client_logs(events, facility=MARK_FACILITY):
+        if e.process == "scenario" and e.message.startswith(MARK_PREFIX):
+            name = e.message.removeprefix(MARK_PREFIX)
+            if name in found:
+                raise AssertionError(f"the mark {name!r} is in the history twice")
+            found[name] = e
+    return found
+
+
+def find_mark(events: Iterable[Event], name: str) -> ClientLog | None:
+    """The mark ``name`` (:meth:`ScenarioRun.mark`), ``None`` when the timeline never reached it."""
+    return marks(events).get(name)
+
+
+def mark(events: Iterable[Event], name: str) -> ClientLog:
+    """The mark ``name``; AssertionError when the history has none."""
+    found = find_mark(events, name)
+    if found is None:
+        raise AssertionError(f"no mark {name!r} in the history")
+    return found
+
+
+def short_value_id(value_id: str) -> str:
+    """A value id without its run id (``producer-0:12``): what a sentence about one run needs."""
+    parts = value_id.split(":")
+    return ":".join(parts[-2:]) if len(parts) >= 3 else value_id
+
+
+def values_text(value_ids: Iterable[str], total: int | None = None, shown: int = 3) -> str:
+    """``61 values, e.g. producer-0:12, producer-0:13, producer-0:14 …`` (``total``: how many there are,
+    when ``value_ids`` is a sample of them); ``no value`` when there is none."""
+    ids = list(value_ids)
+    count = len(ids) if total is None else total
+    if not count:
+        return "no value"
+    head = ", ".join(short_value_id(v) for v in ids[:shown])
+    more = " …" if count > min(len(ids), shown) else ""
+    noun = "value" if count == 1 else "values"
+    return f"{count} {noun}, e.g. {head}{more}" if more else f"{count} {noun}: {head}"
 
 
 def samples(

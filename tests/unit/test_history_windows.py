@@ -11,6 +11,7 @@ import pytest
 
 from chaos.audit.reference import reference_audit
 from chaos.audit.source import history_table, log_table
+from chaos.faults.base import FaultRecord
 from chaos.history import Event, FaultEvent, Recorder, SendInvoke, SendOutcome, json_text, load_history
 from chaos.history.reader import arrow_to_spark
 from chaos.history.windows import fault_seq, fault_windows
@@ -119,7 +120,10 @@ def test_reference_views_and_timeline_pair_alike(tmp_path: Path) -> None:
     events, log = _run()
     windows = reference_audit(events, log, run_id="w").availability.windows
     assert [(w.inject_mono, w.heal_mono) for w in windows] == [(1, 6), (2, 3)]
-    assert views.fault_window(events, "pause") == (1, 6)
+    first = FaultRecord(seq=0, kind="pause", target="broker-1", brokers=(1,), params=(), injected_at=T0)
+    second = FaultRecord(seq=1, kind="pause", target="broker-1", brokers=(1,), params=(), injected_at=T0)
+    assert views.fault_window(events, first) == (1, 6)
+    assert views.fault_window(events, second) == (2, 3)
     with Recorder(tmp_path, "w") as history:
         for e in events:
             history.record(e)

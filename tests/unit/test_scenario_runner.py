@@ -125,7 +125,9 @@ def test_a_run_records_its_faults_and_scenario_json(tmp_path: Path) -> None:
         ("heal", "marker", "broker-2"),
     ]
     assert [json.loads(e.params)["seq"] for e in recorded] == [0, 1, 0, 1]
-    assert views.fault_window(events, "marker")[1] is not None
+    assert views.fault_window(events, fault)[1] is not None
+    assert views.fault_window(events, left_active)[1] is not None  # healed by the run on exit
+    assert views.fault_event(events, left_active).mono > views.fault_event(events, fault).mono
     ended = read_scenario(run.dir)
     assert ended is not None
     assert ended.ended_ts is not None
@@ -210,9 +212,23 @@ def test_leader_timeline_and_fault_window_read_the_history() -> None:
         sample(2.5, None),
         sample(3.0, 2),
         FaultEvent(
-            run_id="r", process="nemesis", mono=1.2, action="inject", fault="crash", target="broker-1"
+            run_id="r",
+            process="nemesis",
+            mono=1.2,
+            action="inject",
+            fault="crash",
+            target="broker-1",
+            params='{"seq": 0}',
         ),
-        FaultEvent(run_id="r", process="nemesis", mono=2.8, action="heal", fault="crash", target="broker-1"),
+        FaultEvent(
+            run_id="r",
+            process="nemesis",
+            mono=2.8,
+            action="heal",
+            fault="crash",
+            target="broker-1",
+            params='{"seq": 0}',
+        ),
     ]
     spans = views.leader_timeline(events, "t", 0)
     assert [(s.leader, s.first_mono, s.last_mono, s.samples) for s in spans] == [
@@ -220,9 +236,11 @@ def test_leader_timeline_and_fault_window_read_the_history() -> None:
         (None, 2.5, 2.5, 1),
         (2, 3.0, 3.0, 1),
     ]
-    assert views.fault_window(events, "crash") == (1.2, 2.8)
-    with pytest.raises(AssertionError, match="no pause inject"):
-        views.fault_window(events, "pause")
+    crash = FaultRecord(seq=0, kind="crash", target="leader", brokers=(1,), params=(), injected_at=0.0)
+    assert views.fault_window(events, crash) == (1.2, 2.8)
+    pause = FaultRecord(seq=0, kind="pause", target="broker-1", brokers=(1,), params=(), injected_at=0.0)
+    with pytest.raises(AssertionError, match="no inject event of pause #0 on broker-1"):
+        views.fault_window(events, pause)
     assert views.isr_of(events[0], "t", 0) == (1,)  # type: ignore[arg-type]
     assert views.isr_of(events[0], "t", 1) is None  # type: ignore[arg-type]
 
