@@ -356,9 +356,22 @@ class RunWorkers:
         topic: str | None = None,
         strategy: CommitStrategy = "commit_after",
         record_delivery: DeliveryPoint = "consume",
+        lagging: bool = False,
     ) -> MemberSpec:
         """A group member of the run's group (default: commits after processing) with the variant's consumer
-        configuration, not started (for process members, or a member started later)."""
+        configuration, not started (for process members, or a member started later). It stops itself after
+        ``duration_s``.
+
+        ``lagging``: its fetch position stays next to what it processed, so a slow member (``processing``)
+        lags on the broker too — without it the client prefetches (librdkafka: 100,000 records per
+        partition, up to 64 MB in all) and a slow member lags only in its own memory. On librdkafka
+        ``queued.min.messages=1``, ``queued.max.messages.kbytes=1`` and ``max.partition.fetch.bytes=1024``
+        (the Java client: the last one); ``overrides`` win over them."""
+        prefetch: dict[str, Any] = {}
+        if lagging:
+            prefetch["max.partition.fetch.bytes"] = 1024
+            if self.client_library != "java":
+                prefetch.update({"queued.min.messages": 1, "queued.max.messages.kbytes": 1})
         return MemberSpec(
             name=name,
             strategy=strategy,
@@ -367,7 +380,7 @@ class RunWorkers:
             duration_s=duration_s,
             record_delivery=record_delivery,
             topic=topic,
-            overrides=tuple((overrides or {}).items()),
+            overrides=tuple({**prefetch, **(overrides or {})}.items()),
         )
 
     def member(
@@ -382,10 +395,12 @@ class RunWorkers:
         strategy: CommitStrategy = "commit_after",
         record_delivery: DeliveryPoint = "consume",
         client_path: str | None = None,
+        lagging: bool = False,
     ) -> ThreadMember | JavaMember:
         """Start a group member (:meth:`member_spec`) in a thread — on the Java client
         (:attr:`client_library`) in a child process, :class:`~chaos.workload.java_client.JavaMember`; the run
-        stops it when it ends. ``client_path``: see :meth:`context_on`."""
+        stops it when it ends, and it stops itself after ``duration_s``. ``client_path``: see
+        :meth:`context_on`; ``lagging``: see :meth:`member_spec`."""
         spec = self.member_spec(
             name,
             processing=processing,
@@ -395,6 +410,7 @@ class RunWorkers:
             topic=topic,
             strategy=strategy,
             record_delivery=record_delivery,
+            lagging=lagging,
         )
         context = self.context_on(client_path)
         member: ThreadMember | JavaMember
