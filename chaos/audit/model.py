@@ -10,7 +10,7 @@ import bisect
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal
 
 from chaos.errors import AuditError
@@ -22,6 +22,7 @@ ANOMALIES: Final[tuple[str, ...]] = (
     "lost_acked",
     "lost_indeterminate",
     "unseen_by_group",
+    "expired_unread",
     "duplicate_in_log",
     "duplicate_delivery_after_rebalance",
     "duplicate_delivery_other",
@@ -468,6 +469,10 @@ class Totals:
     indeterminate: int
     log_records: int
     deliveries: int
+    expired: int = 0
+    """Acknowledged values the log no longer holds because retention or DeleteRecords removed them."""
+    compacted: int = 0
+    """Acknowledged values the cleaner removed because a later value of their key superseded them."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -477,7 +482,38 @@ class Totals:
             "indeterminate": self.indeterminate,
             "log_records": self.log_records,
             "deliveries": self.deliveries,
+            "expired": self.expired,
+            "compacted": self.compacted,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """What a topic's log policy removed from one partition, and why the audit may say so: the policy
+    recorded for the topic (``None`` where none was), the partition's log start offset at the end of the
+    run (``log_start``: the drain's and the samples' greatest), how far ``DeleteRecords`` moved it
+    (``deleted_to``), and the acknowledged values counted ``expired``, ``compacted`` and
+    ``expired_unread`` there (docs/audit.md, "What Kafka removes on purpose")."""
+
+    topic: str
+    partition: int
+    cleanup_policy: str | None
+    retention_ms: int | None
+    retention_bytes: int | None
+    delete_retention_ms: int | None
+    log_start: int | None
+    deleted_to: int | None
+    expired: int
+    compacted: int
+    expired_unread: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Removal:
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,6 +526,8 @@ class AuditFacts:
     availability: Availability
     totals: Totals
     problems: tuple[str, ...] = field(default=())
+    removals: tuple[Removal, ...] = field(default=())
+    """Partitions the log policy removed acknowledged values from, by (topic, partition)."""
 
     def __post_init__(self) -> None:
         names = tuple(name for name, _ in self.anomalies)
@@ -520,6 +558,7 @@ class AuditFacts:
             "totals": self.totals.to_dict(),
             "anomalies": {name: report.to_dict() for name, report in self.anomalies},
             "availability": self.availability.to_dict(),
+            "removals": [r.to_dict() for r in self.removals],
         }
 
 

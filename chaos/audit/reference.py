@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from chaos.audit.logpolicy import LogPolicies
 from chaos.audit.model import (
     ANOMALIES,
     DEFAULT_OPTIONS,
@@ -49,10 +50,12 @@ from chaos.history.events import (
     DrainRead,
     Event,
     FaultEvent,
+    LogStart,
     ProbeCall,
     Rebalance,
     SendInvoke,
     SendOutcome,
+    TopicPolicy,
     TxnMarker,
 )
 from chaos.history.windows import fault_windows
@@ -93,6 +96,7 @@ class _Send:
     topic: str
     ts: float
     mono: float
+    tombstone: bool
 
 
 def log_from_drain(events: Iterable[Event]) -> list[LogRecord]:
@@ -130,9 +134,14 @@ def reference_audit(
     drain_last: dict[tuple[str, int, str], DrainEnd] = {}
     faults: list[FaultEvent] = []
     markers: list[tuple[int, TxnMarker]] = []
+    policies: list[TopicPolicy] = []
+    starts: list[LogStart] = []
+    drain_ends: list[DrainEnd] = []
     for index, e in enumerate(history):
         if isinstance(e, SendInvoke):
-            invokes.setdefault(e.value_id, _Send(e.producer, e.seq, e.key, e.topic, e.ts, e.mono))
+            invokes.setdefault(
+                e.value_id, _Send(e.producer, e.seq, e.key, e.topic, e.ts, e.mono, bool(e.tombstone))
+            )
             sends[e.value_id].append((index, e))
         elif isinstance(e, SendOutcome):
             outcomes.setdefault(e.value_id, e)
@@ -152,6 +161,11 @@ def reference_audit(
             drain_reads.append(e)
         elif isinstance(e, DrainEnd):
             drain_last[(e.topic, e.partition, e.isolation)] = e
+            drain_ends.append(e)
+        elif isinstance(e, TopicPolicy):
+            policies.append(e)
+        elif isinstance(e, LogStart):
+            starts.append(e)
         elif isinstance(e, FaultEvent):
             faults.append(e)
         elif isinstance(e, TxnMarker):
@@ -191,6 +205,16 @@ def reference_audit(
     delivered = {d.value_id for i, d in deliveries if d.value_id is not None and i not in txn.rolled_back}
     found: dict[str, list[Example]] = {name: [] for name in ANOMALIES}
     group_committed = options.group_isolation == RC
+    log_policies = LogPolicies.build(
+        (
+            (p.topic, p.cleanup_policy, p.retention_ms, p.retention_bytes, p.delete_retention_ms)
+            for p in policies
+        ),
+        ((s.topic, s.partition, s.offset, s.action) for s in starts),
+        ((d.topic, d.partition, d.outcome, d.low_offset, d.ts) for d in drain_ends),
+    )
+    latest = _latest_of_keys(txn.acked_at, invokes) if log_policies.compacting() else {}
+    removed: dict[tuple[str, int, str], int] = defaultdict(int)
 
     for v, send in invokes.items():
         out = outcomes.get(v)
@@ -198,7 +222,19 @@ def reference_audit(
         if where is None:
             if status[v] == "acked":
                 ack_topic, ack = txn.first_ack[v]
-                found["lost_acked"].append(Example(v, ack_topic, ack.partition, ack.offset, ack.ts))
+                example = Example(v, ack_topic, ack.partition, ack.offset, ack.ts)
+                assert ack.partition is not None
+                at = (ack_topic, ack.partition, ack.offset)
+                why = log_policies.removed(
+                    v, at, send.key, latest.get((ack_topic, ack.partition, send.key)), send.tombstone, ack.ts
+                )
+                if why is None:
+                    found["lost_acked"].append(example)
+                    continue
+                removed[(ack_topic, ack.partition, why)] += 1
+                if why == "expired" and v not in delivered:  # removed before the group read it
+                    found["expired_unread"].append(example)
+                    removed[(ack_topic, ack.partition, "expired_unread")] += 1
             elif status[v] != "failed":
                 part = out.partition if out is not None else None
                 found["lost_indeterminate"].append(Example(v, send.topic, part, None, send_ts(v)))
@@ -309,11 +345,31 @@ def reference_audit(
         indeterminate=sum(1 for v in invokes if status[v] == "indeterminate"),
         log_records=len(records),
         deliveries=len(deliveries),
+        expired=sum(n for (_, _, why), n in removed.items() if why == "expired"),
+        compacted=sum(n for (_, _, why), n in removed.items() if why == "compacted"),
     )
     e2e = _e2e_samples(txn.available, deliveries)
     consumer = _consumption(txn.available, deliveries, leaves, max(group_monos, default=None), e2e)
     availability = _availability(history, faults, e2e, consumer)
-    return AuditFacts(run_id, anomalies, availability, totals, tuple(sorted(set(problems))))
+    return AuditFacts(
+        run_id, anomalies, availability, totals, tuple(sorted(set(problems))), log_policies.removals(removed)
+    )
+
+
+def _latest_of_keys(
+    acked_at: list[tuple[str, Position]], invokes: dict[str, _Send]
+) -> dict[tuple[str, int, str | None], str]:
+    """Per (topic, partition, key) the value whose acknowledged record there has the highest offset (ties:
+    the greatest value id): what compaction keeps of that key."""
+    best: dict[tuple[str, int, str | None], tuple[int, str]] = {}
+    for v, (topic, partition, offset) in acked_at:
+        key = invokes[v].key
+        if key is None:
+            continue
+        slot = (topic, partition, key)
+        if slot not in best or (offset, v) > best[slot]:
+            best[slot] = (offset, v)
+    return {slot: v for slot, (_, v) in best.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +378,7 @@ class _Transactions:
 
     status: dict[str, str]  # acked | failed | indeterminate
     first_ack: dict[str, tuple[str, SendOutcome]]  # the earliest acked send: its topic and outcome
+    acked_at: list[tuple[str, Position]]  # every acked send with an offset: (value, ack position)
     unwritten: set[str]  # every send failed by its own outcome
     pending: set[str]  # indeterminate, with a send in an indeterminate attempt
     aborted_acks: dict[str, set[Position]]  # ack positions of sends made in aborted attempts
@@ -378,6 +435,7 @@ def _transactions(
     view = _Transactions(
         status={},
         first_ack={},
+        acked_at=[],
         unwritten=set(),
         pending=set(),
         aborted_acks=defaultdict(set),
@@ -471,6 +529,9 @@ def _transactions(
             if outcome == "ok" and txn in (None, "committed"):
                 verdicts.append("acked")
                 assert pair.outcome is not None
+                acked_ack = pair.ack_at()
+                if acked_ack is not None:
+                    view.acked_at.append((v, acked_ack))
                 if v not in first_index or pair.outcome[0] < first_index[v]:
                     view.first_ack[v] = (pair.topic, pair.outcome[1])
                     first_index[v] = pair.outcome[0]

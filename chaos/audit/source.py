@@ -2,7 +2,8 @@
 history (Arrow table / Spark DataFrame).
 
 A record's value starts with its value id (``run:producer:seq``), optionally followed by a space or ``|``
-and padding; anything else is a foreign payload (``value_id`` ``None``).
+and padding; anything else is a foreign payload (``value_id`` ``None``). A tombstone (null value) carries
+its value id in the ``chaos-id`` header (:data:`~chaos.run.events.VALUE_ID_HEADER`) alone.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 from chaos.audit.model import ISOLATION_LEVELS, Isolation, LogRecord
 from chaos.audit.sparkjob import HISTORY_COLUMNS, LOG_COLUMNS
 from chaos.errors import AuditError
-from chaos.history.events import NAME_PATTERN, Event
+from chaos.history.events import NAME_PATTERN, VALUE_ID_HEADER, Event
 from chaos.history.schema import ARROW_SCHEMA
 
 if TYPE_CHECKING:
@@ -83,9 +84,12 @@ def read_topic(
             .option("endingOffsets", "latest")
             .option("kafka.isolation.level", level)
             .option("failOnDataLoss", "true")
+            .option("includeHeaders", "true")
             .load()
         )
-        value_id = F.regexp_extract(F.col("value").cast("string"), VALUE_ID_PATTERN, 1)
+        # a tombstone's (null value's) id travels in its header alone
+        header = F.get(F.filter("headers", lambda h: h.key == VALUE_ID_HEADER), 0).value.cast("string")
+        value_id = F.regexp_extract(F.coalesce(F.col("value"), header).cast("string"), VALUE_ID_PATTERN, 1)
         frames.append(
             raw.select(
                 F.lit(run_id).alias("run_id"),

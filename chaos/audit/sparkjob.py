@@ -78,6 +78,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from chaos.audit.logpolicy import NO_POLICIES, REMOVAL_KINDS, LogPolicies
 from chaos.audit.model import (
     ANOMALIES,
     DEFAULT_OPTIONS,
@@ -141,6 +142,11 @@ HISTORY_COLUMNS: Final[tuple[str, ...]] = (
     "member",
     "partitions",
     "operation",
+    "tombstone",
+    "cleanup_policy",
+    "retention_ms",
+    "retention_bytes",
+    "delete_retention_ms",
 )
 """The history columns the job reads."""
 
@@ -173,7 +179,7 @@ _BUCKETS_PER_OCTAVE: Final = 64
 _LOWEST_BUCKET: Final = -(1 << 40)
 _OUTAGE_BUCKET_S: Final = 1.0
 # the history's few events that several parts read: one scan, kept in memory
-_CONTROL_KINDS: Final = ("rebalance", "fault", "drain_end", "txn", "commit")
+_CONTROL_KINDS: Final = ("rebalance", "fault", "drain_end", "txn", "commit", "topic_policy", "log_start")
 # up to this many values that are not clean, their keys are broadcast to pick their rows out
 _BROADCAST_KEYS: Final = 500_000
 SPARK_AUDIT_TIMEOUT_S: Final = 3600.0
@@ -242,7 +248,8 @@ def spark_audit(
             by_part: dict[str, list[Any]] = defaultdict(list)
             spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
             polls = _poll_order(F, Window, control, deliveries, log, per_value, options, hold, spans=spans)
-            instances = _instances(F, Window, h, per_value, polls, hold)
+            policies = _log_policies(F, control)
+            instances = _instances(F, Window, h, per_value, polls, hold, policies)
             parts = _parts(
                 F,
                 Window,
@@ -264,7 +271,14 @@ def spark_audit(
             for df in held:
                 _release(df)
     return _facts(
-        by_part, sorted(runs), options, log_missing=log_missing, bounds=bounds, owners=owners, leaves=leaves
+        by_part,
+        sorted(runs),
+        options,
+        log_missing=log_missing,
+        bounds=bounds,
+        owners=owners,
+        leaves=leaves,
+        policies=policies,
     )
 
 
@@ -401,8 +415,17 @@ def _parts(
         .groupBy("run_id", "anomaly", producer.alias("producer"))
         .agg(F.count(F.lit(1)).alias("n"))
     )
+    removals = (
+        instances.where(F.col("anomaly").isin(*REMOVAL_KINDS, "expired_unread"))
+        .groupBy(
+            "run_id", F.col("topic").alias("rm_topic"), F.col("partition").alias("rm_partition"), "anomaly"
+        )
+        .agg(F.count(F.lit(1)).alias("n"))
+        .withColumn("part", F.lit("removal"))
+    )
     parts = [
         examples.select(F.lit("example").alias("part"), "run_id", "anomaly", "n", "rn", *_EXAMPLE_COLUMNS),
+        removals,
         by_producer.withColumn("part", F.lit("by_producer")),
         per_value.groupBy("run_id")
         .agg(*(F.sum(c).alias(c) for c in _COUNTS))
@@ -425,6 +448,108 @@ def _parts(
     return union
 
 
+def _log_policies(F: Any, control: DataFrame) -> dict[str, LogPolicies]:
+    """Each run's topic policies and partitions' log starts (:class:`~chaos.audit.logpolicy.LogPolicies`,
+    built by the reference's function from the few rows that say them)."""
+    kind = F.col("kind")
+    rows = (
+        control.where(kind.isin("topic_policy", "log_start", "drain_end"))
+        .select(
+            "run_id", "index", "kind", "ts", "topic", "partition", "offset", "action", "outcome",
+            "low_offset", "cleanup_policy", "retention_ms", "retention_bytes", "delete_retention_ms",
+        )
+        .orderBy("run_id", "index")
+        .collect()
+    )  # fmt: skip
+    by_run: dict[str, list[Any]] = defaultdict(list)
+    for r in rows:
+        by_run[r.run_id].append(r)
+    return {
+        run: LogPolicies.build(
+            ((r.topic, r.cleanup_policy, r.retention_ms, r.retention_bytes, r.delete_retention_ms)
+             for r in of_run if r.kind == "topic_policy"),
+            ((r.topic, r.partition, r.offset, r.action) for r in of_run if r.kind == "log_start"),
+            ((r.topic, r.partition, r.outcome, r.low_offset, r.ts) for r in of_run if r.kind == "drain_end"),
+        )
+        for run, of_run in by_run.items()
+    }  # fmt: skip
+
+
+def _removed(
+    F: Any, instances: DataFrame, per_value: DataFrame, policies: dict[str, LogPolicies]
+) -> DataFrame:
+    """``instances`` with each ``lost_acked`` one the log policy explains renamed ``expired`` or
+    ``compacted`` (:mod:`chaos.audit.logpolicy`; totals, not anomalies), and an ``expired_unread``
+    instance beside each expired value the group never read. Nothing changes for runs where nothing can
+    have been removed."""
+    active = {run: p for run, p in policies.items() if p.active()}
+    if not active:
+        return instances
+    spark = per_value.sparkSession
+    ends = _local_frame(
+        spark,
+        [
+            (run, topic, partition, end.log_start, end.deleted_to, p.tombstones_gone_after(topic, partition))
+            for run, p in active.items()
+            for (topic, partition), end in p.partitions.items()
+        ],
+        "run_id string, topic string, partition int, log_start long, deleted_to long, gone_after double",
+    )
+    rules = _local_frame(
+        spark,
+        [
+            (run, topic, p.deletes(topic), p.compacts(topic))
+            for run, p in active.items()
+            for topic in p.topics
+        ],
+        "run_id string, topic string, deletes boolean, compacts boolean",
+    )
+    anomaly = F.col("anomaly")
+    lost = instances.where(anomaly == "lost_acked").drop("anomaly")
+    first = per_value.where(F.col("c_sent").isNotNull()).select(
+        "run_id", "value_id", "key", "tombstone", "delivered"
+    )
+    lost = (
+        lost.join(first, ["run_id", "value_id"], "left")
+        .join(F.broadcast(ends), ["run_id", "topic", "partition"], "left")
+        .join(F.broadcast(rules), ["run_id", "topic"], "left")
+    )
+    compacting = any(p.compacting() for p in active.values())
+    if compacting:
+        latest = (
+            per_value.where(F.col("sd_acked") & F.col("sd_topic").isNotNull() & F.col("key").isNotNull())
+            .groupBy(
+                "run_id", F.col("sd_topic").alias("topic"), F.col("sd_partition").alias("partition"), "key"
+            )
+            .agg(F.max(F.struct(F.col("sd_offset").alias("o"), F.col("value_id").alias("v"))).alias("latest"))
+        )
+        lost = lost.join(latest, ["run_id", "topic", "partition", "key"], "left")
+    else:
+        lost = lost.withColumn("latest", F.lit(None).cast("struct<o:bigint,v:string>"))
+    offset = F.col("offset")
+    no = F.lit(False)
+    expired = F.coalesce(
+        offset.isNotNull() & (offset < F.col("log_start"))
+        & (F.coalesce(F.col("deletes"), no) | F.coalesce(offset < F.col("deleted_to"), no)),
+        no,
+    )  # fmt: skip
+    own = F.col("latest.v") == F.col("value_id")
+    compacted = F.coalesce(
+        offset.isNotNull() & F.col("compacts") & F.col("key").isNotNull() & F.col("latest").isNotNull()
+        & (~own | (F.col("tombstone") & (F.col("ts") <= F.col("gone_after")))),
+        F.lit(False),
+    )  # fmt: skip
+    columns = ("run_id", "value_id", "topic", "partition", "offset", "ts")
+    named = lost.select(
+        F.when(expired, "expired").when(compacted, "compacted").otherwise("lost_acked").alias("anomaly"),
+        *columns,
+    )
+    unread = lost.where(expired & ~F.coalesce(F.col("delivered"), F.lit(False))).select(
+        F.lit("expired_unread").alias("anomaly"), *columns
+    )
+    return instances.where(anomaly != "lost_acked").unionByName(named).unionByName(unread)
+
+
 def _instances(
     F: Any,
     Window: Any,
@@ -432,11 +557,12 @@ def _instances(
     per_value: DataFrame,
     polls: DataFrame,
     hold: Callable[[DataFrame], DataFrame],
+    policies: dict[str, LogPolicies],
 ) -> DataFrame:
-    """Every anomaly instance: those decided per value, the send chains' (:func:`_send_chains`), the
-    inconsistent offsets and ``polls`` (:func:`_poll_order`), held (``hold``) and materialised. Two parts
-    read them (the examples and the counts per producer) and prune different columns, so Spark would not
-    share the work between them."""
+    """Every anomaly instance: those decided per value (with the log policy's removals, :func:`_removed`),
+    the send chains' (:func:`_send_chains`), the inconsistent offsets and ``polls`` (:func:`_poll_order`),
+    held (``hold``) and materialised. Two parts read them (the examples and the counts per producer) and
+    prune different columns, so Spark would not share the work between them."""
     kind = F.col("kind")
     ordered_sends = _send_chains(F, Window, per_value)
     # inconsistent offsets: a position observed holding two or more values (a foreign payload is one)
@@ -466,9 +592,11 @@ def _instances(
         .select(F.lit("inconsistent_offsets").alias("anomaly"), "run_id", "value_id", *place[2:],
                 F.lit(None).cast("double").alias("ts"))
     )  # fmt: skip
+    per_value_instances = per_value.where(F.col("instances").isNotNull()).select(
+        "run_id", F.inline("instances")
+    )
     instances = (
-        per_value.where(F.col("instances").isNotNull())
-        .select("run_id", F.inline("instances"))
+        _removed(F, per_value_instances, per_value, policies)
         .unionByName(ordered_sends)
         .unionByName(inconsistent)
     )
@@ -720,7 +848,8 @@ def _value_rows(
         "process",  # dropped once the invokes and deliveries have their attempts
         # a delivery's own fields are in di/lt/lp/lo: do not shuffle them twice
         *(F.when(~delivery, F.col(c)).alias(c) for c in (
-            "kind", "index", "producer", "seq", "key", "topic", "partition", "offset", "outcome")),
+            "kind", "index", "producer", "seq", "key", "topic", "partition", "offset", "outcome",
+            "tombstone")),
     )  # fmt: skip
     sends_and_deliveries = _in_attempts(F, h.sparkSession, sends_and_deliveries, attempts or {})
     txn_markers = control.where((kind == "txn") & (F.col("action") != "begin")).select(
@@ -952,6 +1081,9 @@ def _clean_values(F: Any, summary: DataFrame, strings: DataFrame) -> DataFrame:
         F.col("topic").alias("sd_topic"), F.col("partition").alias("sd_partition"),
         F.col("offset").alias("sd_offset"), "sd_index", F.col("send_ts").alias("sd_ts"),
         F.lit(None).cast("long").alias("rb_index"),
+        F.lit(None).cast("boolean").alias("tombstone"),  # never lost, so never asked
+        F.lit(True).alias("delivered"),
+        F.lit(True).alias("sd_acked"),
     )  # fmt: skip
 
 
@@ -1033,7 +1165,7 @@ def _value_view(F: Any, Window: Any, rows: DataFrame) -> DataFrame:
         "di", "lt", "lp", "lo", "ts", "mono", "rn", "prev_src", "k_inv",
         same_partition.alias("same_partition"), new_position.alias("new_position"), visible.alias("visible"),
         seen_before.alias("seen_before"), seen_after.alias("seen_after"),
-        F.first(F.when(kind == "send_invoke", F.struct("producer", "seq", "key", "topic", "ts")),
+        F.first(F.when(kind == "send_invoke", F.struct("producer", "seq", "key", "topic", "ts", "tombstone")),
                 ignorenulls=True).over(whole).alias("inv"),
         F.first(F.when(kind == "send_outcome", F.struct("outcome", "partition", "offset", "ts")),
                 ignorenulls=True).over(whole).alias("out"),
@@ -1290,6 +1422,9 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
             (F.col("ack.topic"), "sd_topic"), (F.col("ack.partition"), "sd_partition"),
             (F.col("ack.offset"), "sd_offset"), (F.col("index"), "sd_index"), (paired.ts, "sd_ts"))),
         F.when((src == _DELIVERY) & ~counted, F.col("di")).alias("rb_index"),
+        F.when(first_row, F.coalesce(F.col("inv.tombstone"), F.lit(False))).alias("tombstone"),
+        F.when(first_row, F.col("n_counted") > 0).alias("delivered"),
+        F.when(is_invoke & F.col("ack").isNotNull(), send_acked).alias("sd_acked"),
     )  # fmt: skip
     return emitted.where(
         first_row
@@ -1694,8 +1829,12 @@ def _facts(
     bounds: dict[str, tuple[float, float]],
     owners: Owners,
     leaves: dict[tuple[str, str, int], list[Mark]],
+    policies: dict[str, LogPolicies],
 ) -> dict[str, AuditFacts]:
     """The collected parts as one :class:`AuditFacts` per run (``runs``, sorted)."""
+    removed: dict[str, dict[tuple[str, int, str], int]] = defaultdict(dict)
+    for e in by_part["removal"]:
+        removed[e.run_id][(e.rm_topic, e.rm_partition, e.anomaly)] = e.n
     counts: dict[tuple[str, str], int] = {}
     found_examples: dict[tuple[str, str], list[Example]] = defaultdict(list)
     per_producer: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
@@ -1735,6 +1874,7 @@ def _facts(
         sends = t.c_sent if t else 0
         acked = t.c_acked if t else 0
         failed = t.c_failed if t else 0
+        of_run = removed[run]
         totals = Totals(
             sends,
             acked,
@@ -1742,6 +1882,8 @@ def _facts(
             sends - acked - failed,
             t.c_log if t else 0,
             t.c_deliveries if t else 0,
+            expired=sum(n for (_, _, why), n in of_run.items() if why == "expired"),
+            compacted=sum(n for (_, _, why), n in of_run.items() if why == "compacted"),
         )
         if not sends:
             problems[run].add("history has no send_invoke events")
@@ -1755,6 +1897,7 @@ def _facts(
             availability.get(run, Availability(None, None, None)),
             totals,
             tuple(sorted(problems[run])),
+            policies.get(run, NO_POLICIES).removals(of_run),
         )
     return result
 

@@ -21,7 +21,7 @@ import contextlib
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -492,6 +492,14 @@ class KafkaCluster:
         timeout_s: float = 30.0,
     ) -> None:
         introspect.create_topic(self, name, partitions, replication_factor, config or {}, timeout_s)
+
+    def topic_configs(self, name: str, keys: Sequence[str], timeout_s: float = 10.0) -> dict[str, str]:
+        """The effective values of topic ``name``'s configs ``keys`` (:func:`introspect.topic_configs`)."""
+        return introspect.topic_configs(self, name, keys, timeout_s)
+
+    def delete_records(self, topic: str, partition: int, before: int, timeout_s: float = 30.0) -> int:
+        """Delete a partition's records below ``before``; returns its new log start offset."""
+        return introspect.delete_records(self, topic, partition, before, timeout_s)
 
     def delete_topics(self, names: list[str], timeout_s: float = 30.0) -> None:
         introspect.delete_topics(self, names, timeout_s)

@@ -18,7 +18,7 @@ from chaos.errors import ClusterError, KafkaErrorAnswer
 from chaos.run.events import PartitionState as PartitionState  # re-exported: the answer's type
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
     from chaos.cluster.broker import Broker
 
@@ -228,6 +228,46 @@ def create_topic(
             return
         time.sleep(0.1)
     raise ClusterError(f"topic {name!r} was created but its partitions had no full ISR within {timeout_s} s")
+
+
+POLICY_CONFIGS: Final = ("cleanup.policy", "retention.ms", "retention.bytes", "delete.retention.ms")
+"""The topic configs that say what Kafka removes on purpose."""
+
+
+def topic_configs(cluster: ClusterHandle, name: str, keys: Sequence[str], timeout_s: float) -> dict[str, str]:
+    """The effective values of topic ``name``'s configs ``keys`` (DescribeConfigs: the topic's own value,
+    else the broker's default)."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]  # exported, not in __all__
+        ConfigResource,
+        ResourceType,
+    )
+
+    resource = ConfigResource(ResourceType.TOPIC, name)
+    futures = cluster.admin().describe_configs([resource], request_timeout=timeout_s)
+    try:
+        entries = futures[resource].result(timeout=timeout_s + 5)
+    except Exception as exc:
+        raise ClusterError(f"could not describe the configs of topic {name!r}: {exc}") from exc
+    missing = [k for k in keys if k not in entries]
+    if missing:
+        raise ClusterError(f"topic {name!r}: the broker did not describe {missing}")
+    return {k: str(entries[k].value) for k in keys}
+
+
+def delete_records(cluster: ClusterHandle, topic: str, partition: int, before: int, timeout_s: float) -> int:
+    """Delete ``topic[partition]``'s records below offset ``before`` (DeleteRecords); returns the
+    partition's new log start offset as the leader reported it."""
+    from confluent_kafka import TopicPartition
+
+    futures = cluster.admin().delete_records(
+        [TopicPartition(topic, partition, before)], request_timeout=timeout_s, operation_timeout=timeout_s
+    )
+    try:
+        (done,) = futures.values()
+        result = done.result(timeout=timeout_s + 5)
+    except Exception as exc:
+        raise ClusterError(f"DeleteRecords of {topic}[{partition}] below {before} failed: {exc}") from exc
+    return int(result.low_watermark)
 
 
 GROUP_SESSION_CONFIG = {"session.timeout.ms": "consumer.session.timeout.ms",

@@ -22,13 +22,14 @@ from chaos.audit.model import (
     Example,
     FaultWindow,
     LatencyStats,
+    Removal,
     Totals,
 )
 from chaos.errors import AuditError
 from chaos.run.terms import GUARANTEES, VERDICTS, Guarantee, Verdict
 
 _ALWAYS: Final = frozenset({"inconsistent_offsets", "unexpected", "aborted_read", "reordered"})
-_LOSS: Final = frozenset({"lost_acked", "unseen_by_group", "poll_skip"})
+_LOSS: Final = frozenset({"lost_acked", "unseen_by_group", "expired_unread", "poll_skip"})
 FATAL: Final[dict[str, frozenset[str]]] = {
     # loss is the accepted price of at-most-once; duplicates are not
     "at_most_once": _ALWAYS | {"duplicate_in_log", "duplicate_delivery_other"},
@@ -155,6 +156,7 @@ def _facts_from_dict(facts: Mapping[str, Any], run_id: str) -> AuditFacts:
         availability,
         Totals(**facts["totals"]),
         tuple(facts.get("problems", ())),
+        tuple(Removal.from_dict(r) for r in facts.get("removals", ())),
     )
 
 

@@ -146,12 +146,23 @@ def _load_parquet(path: Path) -> LoadedHistory:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
         raise HistoryError(f"{path}: cannot read the Parquet history: {exc}") from exc
+    table = _upgraded(table)
     if table.schema.remove_metadata() != ARROW_SCHEMA:
         raise HistoryError(f"{path}: columns differ from the version-{SCHEMA_VERSION} history schema")
     torn = int(meta.get(METADATA_TORN_LINES, "0") or 0)
     run_id = meta.get(METADATA_RUN_ID) or None
     table = table.replace_schema_metadata(schema_metadata(run_id, torn, "parquet"))
     return LoadedHistory(table, "parquet", (path,), torn, run_id, version)
+
+
+def _upgraded(table: pa.Table) -> pa.Table:
+    """An older version's table with the columns later versions added, all null (versions only add)."""
+    missing = [f for f in ARROW_SCHEMA if f.name not in table.schema.names]
+    if not missing:
+        return table
+    for f in missing:
+        table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+    return table.select(ARROW_SCHEMA.names)
 
 
 def parquet_metadata(path: Path) -> dict[str, str]:
@@ -222,11 +233,24 @@ def to_spark(spark: SparkSession, run_dir: RunDirLike, *, kinds: Iterable[str] |
         _parquet_version(rd.parquet_path)
         # absolute: a Spark Connect server or a cluster resolves a relative path against its own cwd
         df = spark.read.parquet(str(rd.parquet_path.absolute()))
+        missing = [f for f in ARROW_SCHEMA if f.name not in df.columns]  # an older version's file
+        if missing:
+            from pyspark.sql import functions as F
+
+            df = df.withColumns(
+                {f.name: F.lit(None).cast(_spark_type(f.type)) for f in missing}
+            ).select(*ARROW_SCHEMA.names)
     else:
         df = arrow_to_spark(spark, load_history(rd).table)
     if kinds is not None:
         df = df.where(df["kind"].isin(list(check_kinds(kinds))))
     return df
+
+
+def _spark_type(arrow_type: pa.DataType) -> str:
+    """The Spark SQL type name of one of the columns versions added (scalars only)."""
+    names = {pa.bool_(): "boolean", pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int"}
+    return names[arrow_type]
 
 
 def _parquet_version(path: Path) -> tuple[dict[str, str], int]:

@@ -89,6 +89,12 @@ ARROW_SCHEMA: Final = pa.schema(
         # transactions
         pa.field("transactional_id", pa.string()),
         pa.field("value_ids", pa.list_(pa.string())),
+        # version 2: tombstones and log policies
+        pa.field("tombstone", pa.bool_()),
+        pa.field("cleanup_policy", pa.string()),
+        pa.field("retention_ms", pa.int64()),
+        pa.field("retention_bytes", pa.int64()),
+        pa.field("delete_retention_ms", pa.int64()),
     ]
 )
 """The wide table every reader returns (schema version :data:`SCHEMA_VERSION`)."""

@@ -10,6 +10,8 @@ ANOMALY_TEXT: Final[dict[str, str]] = {
     "lost_indeterminate": "A write whose outcome the client never learned (e.g. timed out) is not in the "
     "topic; this is not proof of loss and never fails a verdict.",
     "unseen_by_group": "A record that is in the topic was never delivered to the consumer group.",
+    "expired_unread": "The topic's retention (or a DeleteRecords call) removed an acknowledged record before "
+    "the consumer group read it: no broker lost it, but the group never processed it.",
     "duplicate_in_log": "The same value was written at two or more offsets: a retry appended it again.",
     "duplicate_delivery_after_rebalance": "The group received a value again after a rebalance, because "
     "offsets committed before the rebalance lagged what had been processed.",
@@ -37,6 +39,9 @@ ANOMALY_HINTS: Final[dict[str, str]] = {
     "unclean.leader.election.enable=false.",
     "unseen_by_group": "Commit offsets only after processing (commit_after), and check that the group "
     "resumes every partition after a rebalance.",
+    "expired_unread": "Keep retention.ms (and retention.bytes) longer than the longest consumer outage you "
+    "plan for, or give the group the capacity to stay within retention; alert on consumer lag in time, not "
+    "only in records.",
     "duplicate_in_log": "Enable idempotence (enable.idempotence=true) so retries cannot append a value "
     "twice.",
     "duplicate_delivery_after_rebalance": "Commit in on_revoke / before giving up partitions, or make "

@@ -21,7 +21,9 @@ Kinds (``EVENT_TYPES`` maps the name to the class):
 - ``cluster_state`` (:class:`ClusterSample`): controller, leaders, ISR, group state;
 - ``client_log`` (:class:`ClientLog`): a client error callback or log line;
 - ``probe_call`` (:class:`ProbeCall`): one timed client call (list_offsets, metadata, poll…);
-- ``txn`` (:class:`TxnMarker`): a transaction begin / commit / abort.
+- ``txn`` (:class:`TxnMarker`): a transaction begin / commit / abort;
+- ``topic_policy`` (:class:`TopicPolicy`): a topic's effective log policy (cleanup, retention);
+- ``log_start`` (:class:`LogStart`): a partition's log start offset, sampled or moved by DeleteRecords.
 
 Outcomes follow Jepsen: ``ok`` (it happened), ``fail`` (it definitely did not), ``info`` (unknown: it may
 or may not have happened — e.g. ``_MSG_TIMED_OUT``). Error fields hold an error *code name*
@@ -44,13 +46,15 @@ from typing import Any, ClassVar, Final, Literal, TypeVar
 
 from chaos.errors import HistoryError
 
-SCHEMA_VERSION: Final = 1
-"""Version of the event model and of the stored table; written into every history file."""
+SCHEMA_VERSION: Final = 2
+"""Version of the event model and of the stored table; written into every history file. Version 2 added
+``topic_policy``, ``log_start`` and ``send_invoke.tombstone``; a version-1 history reads with those null."""
 
 Outcome = Literal["ok", "fail", "info"]
 Isolation = Literal["read_uncommitted", "read_committed"]
 RebalanceAction = Literal["assign", "revoke", "lost"]
 FaultAction = Literal["inject", "heal"]
+LogStartAction = Literal["sampled", "deleted"]
 TxnAction = Literal["begin", "commit", "abort"]
 LogLevel = Literal["emergency", "alert", "critical", "error", "warning", "notice", "info", "debug"]
 
@@ -58,6 +62,7 @@ OUTCOMES: Final[tuple[str, ...]] = ("ok", "fail", "info")
 ISOLATION_LEVELS: Final[tuple[str, ...]] = ("read_uncommitted", "read_committed")
 REBALANCE_ACTIONS: Final[tuple[str, ...]] = ("assign", "revoke", "lost")
 FAULT_ACTIONS: Final[tuple[str, ...]] = ("inject", "heal")
+LOG_START_ACTIONS: Final[tuple[str, ...]] = ("sampled", "deleted")
 TXN_ACTIONS: Final[tuple[str, ...]] = ("begin", "commit", "abort")
 LOG_LEVELS: Final[tuple[str, ...]] = (
     "emergency",
@@ -506,7 +511,9 @@ def _check_member(event: Any) -> None:
 class SendInvoke(Event):
     """A producer is about to send one value; ``value_id`` must equal ``value_id_for(run_id, producer, seq)``.
 
-    ``partition`` is set only when the producer chose it (otherwise the partitioner does).
+    ``partition`` is set only when the producer chose it (otherwise the partitioner does). ``tombstone``
+    is true when the record's value is null (a delete marker for a compacted topic; the value id then
+    travels in the ``chaos-id`` header).
     """
 
     kind: ClassVar[str] = "send_invoke"
@@ -516,6 +523,7 @@ class SendInvoke(Event):
     topic: str
     key: str | None = None
     partition: int | None = None
+    tombstone: bool | None = None
 
     def _validate(self) -> None:
         _check_name(self, "producer", self.producer)
@@ -530,6 +538,7 @@ class SendInvoke(Event):
         _check_topic(self, "topic", self.topic)
         _check_opt_str(self, "key", self.key)
         _check_int(self, "partition", self.partition, hi=INT32_MAX, optional=True)
+        _check_bool(self, "tombstone", self.tombstone, optional=True)
 
 
 @_register
@@ -875,6 +884,53 @@ class TxnMarker(Event):
         _check_tuple(self, "offsets", self.offsets, PartitionOffset, "PartitionOffset")
         _check_error(self, "error", self.error, required=self.outcome != "ok")
         _check_opt_str(self, "message", self.message)
+
+
+@_register
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TopicPolicy(Event):
+    """A topic's effective log policy, as ``describe_configs`` read it: what Kafka may remove on purpose.
+
+    ``cleanup_policy`` is ``delete``, ``compact`` or ``compact,delete``; ``retention_ms`` /
+    ``retention_bytes`` ``-1`` mean unlimited; ``delete_retention_ms`` is how long a tombstone is kept
+    after the cleaner first reached it. Recorded when a run creates or adopts a topic and when it alters one.
+    """
+
+    kind: ClassVar[str] = "topic_policy"
+    topic: str
+    cleanup_policy: str
+    retention_ms: int
+    retention_bytes: int
+    delete_retention_ms: int
+
+    def _validate(self) -> None:
+        _check_topic(self, "topic", self.topic)
+        parts = self.cleanup_policy.split(",") if type(self.cleanup_policy) is str else [None]
+        if not parts or any(p not in ("delete", "compact") for p in parts):
+            raise _fail(
+                self, "cleanup_policy", "'delete', 'compact' or 'compact,delete'", self.cleanup_policy
+            )
+        for name in ("retention_ms", "retention_bytes", "delete_retention_ms"):
+            _check_int(self, name, getattr(self, name), lo=-1, hint=" (-1: unlimited)")
+
+
+@_register
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LogStart(Event):
+    """A partition's log start offset: ``sampled`` (read while the run went on) or ``deleted`` (a
+    ``DeleteRecords`` call the harness made moved it to ``offset``; recorded once the broker confirmed)."""
+
+    kind: ClassVar[str] = "log_start"
+    topic: str
+    partition: int
+    offset: int
+    action: LogStartAction = "sampled"
+
+    def _validate(self) -> None:
+        _check_topic(self, "topic", self.topic)
+        _check_int(self, "partition", self.partition, hi=INT32_MAX)
+        _check_int(self, "offset", self.offset)
+        _check_choice(self, "action", self.action, LOG_START_ACTIONS)
 
 
 def syslog_level(level: int) -> LogLevel:

@@ -23,6 +23,11 @@ fault test waits on, keeping their ordering (heartbeat < session, fetch wait < l
   5000 → 1000 (their minimums 45000 / 5000 → 6000 / 1000): under the consumer group protocol (KIP-848,
   ``group.protocol=consumer``) the broker, not the client, sets a member's session and heartbeat; the ``ci``
   session is the classic protocol's (45000 × 0.2).
+* ``log.retention.check.interval.ms`` 300000 → 1000 and ``log.cleaner.backoff.ms`` 15000 → 1000: how often
+  a broker deletes segments past a topic's retention and its cleaner looks for logs to compact. A run on a
+  topic with a short ``retention.ms`` or ``cleanup.policy=compact`` sees them act within a second, as a
+  production topic does within its (longer) own timescale; topics with Kafka's default retention are not
+  touched.
 
 **Client profiles**: a :class:`ClientProfile` is a named producer (and, where it matters, consumer)
 configuration plus the delivery guarantee it claims; the audit judges a run against that claim.
@@ -93,6 +98,8 @@ KAFKA_BROKER_DEFAULTS: Final[Mapping[str, str]] = MappingProxyType(
         "group.consumer.min.session.timeout.ms": "45000",
         "group.consumer.heartbeat.interval.ms": "5000",
         "group.consumer.min.heartbeat.interval.ms": "5000",
+        "log.retention.check.interval.ms": "300000",
+        "log.cleaner.backoff.ms": "15000",
     }
 )
 """Kafka's own defaults of the broker settings a time profile may change (the ``faithful`` values)."""
@@ -108,6 +115,8 @@ CI_BROKER_CONFIG: Final[Mapping[str, str]] = MappingProxyType(
         "group.consumer.min.session.timeout.ms": "6000",
         "group.consumer.heartbeat.interval.ms": "1000",
         "group.consumer.min.heartbeat.interval.ms": "1000",
+        "log.retention.check.interval.ms": "1000",
+        "log.cleaner.backoff.ms": "1000",
     }
 )
 """Broker settings the ``ci`` profile changes from Kafka's defaults (see the module docstring)."""

@@ -525,3 +525,25 @@ def test_a_run_judged_per_stream_says_so_and_counts_each_producers_share(tmp_pat
     table = _text(table[: table.index("</table>")])
     assert "lost_acked 2 producer-0 2 expected" in table
     assert "--stream=producer-0=at_most_once" in html
+
+
+def test_records_removed_by_the_log_policy_are_shown_with_their_cause(tmp_path: Path) -> None:
+    run = write_sample_run(tmp_path / "expired", seconds=SECONDS, rate=RATE, clean_audit=True)
+    audit_path = run / "audit.json"
+    audit = json.loads(audit_path.read_text())
+    facts = audit["facts"]
+    facts["totals"]["expired"] = 40
+    facts["anomalies"]["expired_unread"] = {"count": 25, "examples": [], "by_producer": {"producer-0": 25}}
+    facts["removals"] = [
+        {"topic": "chaos", "partition": 1, "cleanup_policy": "delete", "retention_ms": 2000,
+         "retention_bytes": -1, "delete_retention_ms": 86400000, "log_start": 40, "deleted_to": None,
+         "expired": 40, "compacted": 0, "expired_unread": 25},
+    ]  # fmt: skip
+    audit_path.write_text(json.dumps(audit))
+    html = render_run(run).page.read_text(encoding="utf-8")
+    text = _text(_section(html, 'id="audit"', 'class="anomalies"'))
+    assert "Removed on purpose by the topics' log policy" in text
+    assert (
+        "25 acknowledged records expired before the group read them: chaos[1] 25 under retention.ms=2000."
+        in text
+    )
