@@ -119,7 +119,7 @@ def test_o6(run: ScenarioRun) -> None:
     variant = run.variant.name
     run.create_topic(partitions=PARTITIONS, replication_factor=3)  # the output: what the audit reads
     source = f"in-{run.run_id}"
-    run.cluster.create_topic(source, PARTITIONS, 3, {"min.insync.replicas": "2"})
+    run.create_topic(PARTITIONS, 3, name=source, config={"min.insync.replicas": "2"})
     stats = run.producer("producer-0", topic=source, rate=None, count=INPUTS, duration_s=30.0).join()
     assert stats.ok == INPUTS, stats
     first = _worker(run, variant, source, CRASH_IN).start()

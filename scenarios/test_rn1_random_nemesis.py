@@ -221,7 +221,7 @@ def _transform(run: ScenarioRun, workload_s: float) -> AnyProducer:
     """The transactional stage: ``producer-t`` into an input topic (as the run's topic is configured), and
     ``transformer-0`` copying it into the run's topic; returns the feeder (stopped with the producers)."""
     source = f"in-{run.run_id}"
-    run.cluster.create_topic(source, PARTITIONS, 3, run.variant.topic_settings())
+    run.create_topic(PARTITIONS, 3, name=source, config=run.variant.topic_settings())
     feeder = run.producer(FEEDER, topic=source, rate=RATE / 2, duration_s=workload_s, client="idempotent")
     spec = TxnWorkerSpec(
         TRANSFORMER, input_topic=source, duration_s=workload_s + 2 * SETTLE_S, restarts=TRANSFORMER_RESTARTS

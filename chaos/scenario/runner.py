@@ -20,7 +20,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from chaos.audit.spark import SCENARIO_MASTER
 from chaos.cluster import questions
-from chaos.cluster.introspect import GROUP_SESSION_CONFIG
+from chaos.cluster.introspect import GROUP_SESSION_CONFIG, POLICY_CONFIGS
 from chaos.faults.base import Fault, FaultLog, FaultRecord
 from chaos.faults.heal import heal_faults, not_healed
 from chaos.faults.nemesis import Nemesis
 from chaos.faults.plan import PLAN_FILE, RESOLVED_PLAN_FILE, RUN_GROUP, RUN_TOPIC, Plan, generate_plan
 from chaos.history import ClientLog, Event, Recorder
-from chaos.run.events import Isolation
+from chaos.run.events import Isolation, LogStart, TopicPolicy
 from chaos.run.files import write_atomic
 from chaos.run.manifest import ScenarioInfo, TopicInfo, write_scenario
 from chaos.scenario import waits
@@ -402,38 +402,110 @@ class ScenarioRun(RunWorkers):
         """Poll a cluster-side ``condition()`` (introspection) until true; errors count as false."""
         return waits.wait_until(what, condition, timeout_s)
 
-    def wait_caught_up(self, timeout_s: float = 30.0, *, isolation: Isolation | None = None) -> float:
+    def wait_caught_up(
+        self, timeout_s: float = 30.0, *, isolation: Isolation | None = None, topic: str | None = None
+    ) -> waits.CaughtUp:
         """Wait until the group has delivered, in every partition, the last record it can read: the
         greatest offset below the end offset (the last stable offset under read_committed, the high
         watermark under read_uncommitted) holding a record visible at the group's isolation level — not a
         commit/abort marker, nor under read_committed an aborted record (:func:`chaos.scenario.waits.
-        caught_up`, :func:`chaos.workload.tail.last_data_offsets`). Returns the seconds it took.
+        caught_up`, :func:`chaos.workload.tail.last_data_offsets`). The targets are read while every
+        broker names the same leaders (:meth:`converged`; a broker back from a cut answers with its old
+        high watermark), and read again once the group reached them, until a read finds nothing new.
 
+        Returns the seconds it took (a float) with ``.expired``: the partitions whose records the group had
+        not read were removed by retention or ``DeleteRecords`` (:class:`chaos.scenario.waits.Expired`,
+        each also noted in the history); a target removed so makes the wait read its targets again
+        rather than time out.
+
+        ``topic``: another topic than the run's (a transform's output, read by a member given ``topic=``).
         ``isolation``: the group's level. By default its members' effective ``isolation.level`` (as the
         workers announced it; the variant's consumer configuration before any member started), but
         read_committed if a transactional worker consumes the topic or the members differ
         (:func:`chaos.scenario.waits.group_isolation`)."""
+        topic = topic or self.topic
         if isolation is None:
             configured = list(member_levels(announced(self.run_id), self.group))
             if not configured:  # no member announced yet: the variant's consumer configuration
                 member = consumer_config(self.client, self.bootstrap, "caught-up", self.group, self.time)
                 configured = [str(member["isolation.level"])]
-            isolation = waits.group_isolation(self.topic, self.events(), configured)
+            isolation = waits.group_isolation(topic, self.events(), configured)
         level: Isolation = isolation
 
         def targets(timeout: float) -> dict[int, int]:
-            return last_data_offsets(self.context, level, timeout_s=timeout, admin=self.cluster.admin())
+            return last_data_offsets(
+                self.context, level, timeout_s=timeout, topic=topic, admin=self.cluster.admin()
+            )
 
-        return waits.caught_up(self.topic, self.events, self.end_offsets, timeout_s, targets)
+        def bounds() -> dict[int, tuple[int, int]]:
+            return offset_bounds(self.cluster.admin(), topic, "read_uncommitted", 5.0)
+
+        caught = waits.caught_up(
+            topic,
+            self.events,
+            bounds,
+            timeout_s,
+            targets,
+            settled=lambda: questions.converged(self.cluster, topic),
+        )
+        for expired in caught.expired:
+            self.note(
+                f"wait_caught_up({topic}): records the group had not read expired: {expired.describe()}"
+            )
+        return caught
 
     # ---- the cluster: topic, faults, questions ------------------------------------------------------
 
-    def create_topic(self, partitions: int = 3, replication_factor: int = 3) -> str:
-        """Create the run's topic with the variant's topic config; recorded in ``scenario.json``."""
-        self.cluster.create_topic(self.topic, partitions, replication_factor, self.variant.topic_settings())
-        config = dict(self.variant.topic_config or {})
-        self._update(topic=TopicInfo(self.topic, partitions, replication_factor, config))
-        return self.topic
+    def create_topic(
+        self,
+        partitions: int = 3,
+        replication_factor: int = 3,
+        *,
+        name: str | None = None,
+        config: Mapping[str, str] | None = None,
+    ) -> str:
+        """Create a topic and record its effective log policy in the history (``topic_policy``: what the
+        audit may count as removed on purpose rather than lost). ``name`` ``None``: the run's topic, with
+        the variant's topic config and ``config`` over it, also recorded in ``scenario.json``; another name
+        (a transform's input or output topic): a topic of this run with ``config`` alone."""
+        settings = {**self.variant.topic_settings(), **(config or {})} if name is None else dict(config or {})
+        topic = self.topic if name is None else name
+        self.cluster.create_topic(topic, partitions, replication_factor, settings)
+        if name is None:
+            recorded = {**(self.variant.topic_config or {}), **(config or {})}
+            self._update(topic=TopicInfo(self.topic, partitions, replication_factor, recorded))
+        self.record_topic_policy(topic)
+        return topic
+
+    def record_topic_policy(self, topic: str) -> TopicPolicy:
+        """Read ``topic``'s effective log policy (DescribeConfigs) and record it in the history; call it
+        again after altering the topic's configs."""
+        found = self.cluster.topic_configs(topic, POLICY_CONFIGS)
+        event = TopicPolicy(
+            run_id=self.run_id,
+            process="scenario",
+            topic=topic,
+            cleanup_policy=found["cleanup.policy"].replace(" ", ""),
+            retention_ms=int(found["retention.ms"]),
+            retention_bytes=int(found["retention.bytes"]),
+            delete_retention_ms=int(found["delete.retention.ms"]),
+        )
+        self.record(event)
+        return event
+
+    def delete_records(self, partition: int, before_offset: int, *, topic: str | None = None) -> int:
+        """Delete a partition's records below ``before_offset`` (DeleteRecords, as an operator or a
+        retention tool would) and record the moved log start (``log_start``, action ``deleted``): the audit
+        counts what it removed as ``expired``, not lost. Returns the new log start offset."""
+        name = topic or self.topic
+        start = self.cluster.delete_records(name, partition, before_offset)
+        self.record(
+            LogStart(
+                run_id=self.run_id, process="scenario", topic=name, partition=partition, offset=start,
+                action="deleted",
+            )
+        )  # fmt: skip
+        return start
 
     def fault(self, kind: Callable[..., F], *args: Any, must_land: bool = True, **kwargs: Any) -> F:
         """Build a fault on this cluster that records into the run's history (not yet injected).

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from chaos.run.events import Delivery, Event, Isolation, SendInvoke, SendOutcome, TxnMarker
@@ -118,46 +119,189 @@ def wait_until(what: str, condition: Callable[[], bool], timeout_s: float, inter
     raise AssertionError(f"{what}: not within {timeout_s:.0f} s{last}")
 
 
+Bounds = Callable[[], Mapping[int, tuple[int, int]]]
+"""``bounds()``: per partition, ``(log start offset, high watermark)`` read now."""
+
+
+@dataclass(frozen=True)
+class Expired:
+    """A partition whose records the group had not read were removed (retention, ``DeleteRecords``), as a
+    caught-up wait saw it: the log start offset ``log_start`` above the group's next offset
+    ``next_offset`` (one past its last delivery there; 0 for none). ``target``: the offset the wait was
+    waiting for when the log start moved past it (the wait then read its targets again), else None."""
+
+    partition: int
+    log_start: int
+    next_offset: int
+    target: int | None = None
+
+    def describe(self) -> str:
+        passed = f", past the target {self.target}" if self.target is not None else ""
+        return (
+            f"p{self.partition}: log start {self.log_start} above the group's next offset "
+            f"{self.next_offset}{passed}"
+        )
+
+
+class CaughtUp(float):
+    """The seconds a caught-up wait took (a float), with the partitions whose unread records it saw
+    removed (``expired``, by partition)."""
+
+    expired: tuple[Expired, ...]
+
+    def __new__(cls, seconds: float, expired: Iterable[Expired] = ()) -> CaughtUp:
+        made = super().__new__(cls, seconds)
+        made.expired = tuple(sorted(expired, key=lambda e: e.partition))
+        return made
+
+
+def next_offsets(topic: str, events: Iterable[Event]) -> dict[int, int]:
+    """Per partition of ``topic``, one past the highest offset any member delivered."""
+    nexts: dict[int, int] = {}
+    for e in events:
+        if isinstance(e, Delivery) and e.topic == topic:
+            nexts[e.partition] = max(nexts.get(e.partition, 0), e.offset + 1)
+    return nexts
+
+
+class _Expiries:
+    """What a caught-up wait saw removed before the group read it (:class:`Expired`, by partition)."""
+
+    def __init__(self, topic: str, events: Callable[[], list[Event]], bounds: Bounds) -> None:
+        self.topic = topic
+        self.events = events
+        self.bounds = bounds
+        self.seen: dict[int, Expired] = {}
+
+    def check(self, found: Mapping[int, int]) -> bool:
+        """Read the log start offsets and record what expired; whether one moved past a target of
+        ``found`` the group had not reached (it can then never deliver it). A failed read: False."""
+        try:
+            now = self.bounds()
+        except Exception:  # a broker that does not answer: the next poll asks again
+            return False
+        nexts = next_offsets(self.topic, self.events())
+        gone = False
+        for p, (low, _end) in sorted(now.items()):
+            next_offset = nexts.get(p, 0)
+            if low <= next_offset:
+                continue
+            target = found.get(p)
+            if target is not None and next_offset <= target < low:
+                gone = True
+            else:
+                earlier = self.seen.get(p)
+                target = earlier.target if earlier is not None else None
+            self.seen[p] = Expired(p, low, next_offset, target)
+        return gone
+
+
+def _reach(
+    topic: str,
+    events: Callable[[], list[Event]],
+    found: Mapping[int, int],
+    expiries: _Expiries,
+    timeout_s: float,
+    poll_s: float,
+) -> bool:
+    """Wait until the group delivered ``found`` (True), or a target of it expired (False: read again)."""
+    polled = time.monotonic()
+    expired = False
+
+    def done(evs: list[Event]) -> bool:
+        nonlocal polled, expired
+        if reached(topic, found)(evs):
+            return True
+        if time.monotonic() - polled >= poll_s:
+            polled = time.monotonic()
+            expired = expiries.check(found)
+        return expired
+
+    wait_for_events(f"the group reached the last offsets it can read {dict(found)}", events, done, timeout_s)
+    return not expired
+
+
 def caught_up(
     topic: str,
     events: Callable[[], list[Event]],
-    end_offsets: Callable[[], dict[int, int]],
+    bounds: Bounds,
     timeout_s: float,
     targets: Targets,
-) -> float:
+    *,
+    settled: Callable[[], bool] | None = None,
+    poll_s: float = 1.0,
+) -> CaughtUp:
     """Wait until the group has delivered, in every partition of ``topic``, the last record it can read;
-    returns the seconds it took (AssertionError on timeout).
+    returns the seconds it took, with what expired meanwhile (AssertionError on timeout).
 
-    ``end_offsets()``: the high watermarks. ``targets(timeout_s)``: per partition, the greatest offset below
-    the end at the group's isolation level that holds a record the group can read (partitions with none
-    left out: nothing to wait for) — :func:`chaos.workload.tail.last_data_offsets`; on a transactional
-    topic the end − 1 is a commit or abort marker, never delivered. Its errors count as "not yet" until the
-    budget is spent.
+    ``bounds()``: the log start offsets and high watermarks. ``targets(timeout_s)``: per partition, the
+    greatest offset below the end at the group's isolation level that holds a record the group can read
+    (partitions with none left out: nothing to wait for) — :func:`chaos.workload.tail.last_data_offsets`;
+    on a transactional topic the end − 1 is a commit or abort marker, never delivered. Its errors count as
+    "not yet" until the budget is spent. ``settled()``: whether the cluster answers for the topic with one
+    voice (the runner's: every broker names the same leaders).
 
-    The targets are read once the high watermarks cover every acknowledged record (an ``acks=1`` leader
-    acknowledges before its followers fetch: make chaos run c1 read L2's end offsets one record short and
-    stopped the group before the last two) — or after at most a third of ``timeout_s``, since a tail the
-    leader acknowledged and then lost never gets there."""
+    - The targets are read once the high watermarks cover every acknowledged record (an ``acks=1`` leader
+      acknowledges before its followers fetch: make chaos run c1 read L2's end offsets one record short and
+      stopped the group before the last two) — or after at most a third of ``timeout_s``, since a tail the
+      leader acknowledged and then lost never gets there. ``acks=0`` acknowledges no offset: this says
+      nothing there.
+    - Every read of the targets first waits, within that same third, for ``settled()``: a broker back from
+      a cut answers for a while as the leader it no longer is, with its old high watermark. An L1 run read
+      p1's target (28) right after the heal of the cut leader, which had appended offset 29 just before
+      the cut and never learnt that its followers had it; the new leader had 29 committed, the group
+      had reached 28, the wait returned, and the drain found 29 unread.
+    - Once the group reached the targets they are read again: the wait returns when the group has reached
+      a read taken after it reached the one before (a high watermark can still move after a read: a new
+      leader's waits for its followers' next fetch).
+    - While the group has not reached them, the log start offsets are read every ``poll_s``: a partition
+      whose log start passed the group's next offset lost records the group had not read (retention,
+      DeleteRecords: :class:`Expired`, in the result); one whose log start passed the target, which the
+      group then never delivers, makes the wait read its targets again (a partition left with no record
+      drops out) instead of timing out."""
     _check_timeout("wait_caught_up", topic, timeout_s)
     started = time.monotonic()
+    deadline = started + timeout_s
+    settle_by = started + timeout_s / 3
     acked = acked_ends(topic, events())
 
+    def left() -> float:
+        return max(deadline - time.monotonic(), 1.0)
+
     def covered() -> bool:
-        ends = end_offsets()
-        return all(ends.get(p, 0) >= end for p, end in acked.items())
+        ends = bounds()
+        return all(ends.get(p, (0, 0))[1] >= end for p, end in acked.items())
 
     with contextlib.suppress(AssertionError):
         wait_until("the high watermarks cover every acknowledged record", covered, timeout_s / 3)
-    found: dict[int, int] = {}
 
-    def read_targets() -> bool:
-        found.update(targets(max(timeout_s - (time.monotonic() - started), 1.0)))
-        return True
+    def read() -> dict[int, int]:
+        if settled is not None and time.monotonic() < settle_by:
+            with contextlib.suppress(AssertionError):
+                wait_until(f"the brokers agree on {topic}'s leaders", settled, settle_by - time.monotonic())
+        found: dict[int, int] = {}
 
-    left = max(timeout_s - (time.monotonic() - started), 1.0)
-    wait_until(f"the last offsets the group can read in {topic}", read_targets, left)
-    left = max(timeout_s - (time.monotonic() - started), 1.0)
-    wait_for_events(
-        f"the group reached the last offsets it can read {found}", events, reached(topic, found), left
-    )
-    return time.monotonic() - started
+        def read_targets() -> bool:
+            found.clear()
+            found.update(targets(left()))
+            return True
+
+        wait_until(f"the last offsets the group can read in {topic}", read_targets, left())
+        return found
+
+    expiries = _Expiries(topic, events, bounds)
+    found = read()
+    while True:
+        if time.monotonic() > deadline:  # targets that keep moving: a producer still running
+            raise AssertionError(
+                f"the group reached the last offsets it can read in {topic}: they still moved after "
+                f"{timeout_s:.0f} s (last read {found}; stop the producers before waiting)"
+            )
+        if not _reach(topic, events, found, expiries, left(), poll_s):
+            found = read()
+            continue
+        again = read()
+        if reached(topic, again)(events()):
+            expiries.check(again)
+            return CaughtUp(time.monotonic() - started, expiries.seen.values())
+        found = again

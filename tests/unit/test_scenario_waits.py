@@ -2,7 +2,8 @@
 acknowledged record (so a group is not stopped before the tail an ``acks=1`` leader acknowledged ahead of its
 followers), and the targets are the last records the group can read — on a transactional topic not end − 1,
 which is a commit or abort marker (``chaos.workload.tail``), checked here on synthetic logs of markers and
-aborts."""
+aborts. It reads them only while the brokers agree on the leaders, reads them again once the group
+reached them, and ends — saying what expired — when retention or DeleteRecords removed a target."""
 
 from __future__ import annotations
 
@@ -273,11 +274,11 @@ def test_the_targets_are_read_after_the_high_watermark_covers_the_acks() -> None
     lock = threading.Lock()
     started = time.monotonic()
 
-    def end_offsets() -> dict[int, int]:
-        return {0: 2 if time.monotonic() - started > 0.5 else 1}
+    def bounds() -> dict[int, tuple[int, int]]:
+        return {0: (0, 2 if time.monotonic() - started > 0.5 else 1)}
 
     def last_offsets(_timeout: float) -> dict[int, int]:
-        return {p: end - 1 for p, end in end_offsets().items()}
+        return {p: end - 1 for p, (_, end) in bounds().items()}
 
     def snapshot() -> list[Event]:
         with lock:
@@ -290,7 +291,7 @@ def test_the_targets_are_read_after_the_high_watermark_covers_the_acks() -> None
 
     reader = threading.Thread(target=consume_late)
     reader.start()
-    took = waits.caught_up(TOPIC, snapshot, end_offsets, timeout_s=10, targets=last_offsets)
+    took = waits.caught_up(TOPIC, snapshot, bounds, timeout_s=10, targets=last_offsets)
     reader.join()
     assert took >= 0.8
     assert any(isinstance(e, Delivery) and e.offset == 1 for e in snapshot())
@@ -300,14 +301,14 @@ def test_a_lost_acknowledged_tail_bounds_the_high_watermark_wait() -> None:
     """Offset 5 was acknowledged and lost with its leader: the high watermark never reaches 6. The wait
     gives the watermark a third of its budget, then waits for the group on the offsets there are."""
     events = sent(0, 0, 0) + sent(1, 0, 5) + [delivered(0, 0, 0)]
-    took = waits.caught_up(TOPIC, lambda: events, lambda: {0: 1}, timeout_s=3, targets=fixed({0: 0}))
+    took = waits.caught_up(TOPIC, lambda: events, lambda: {0: (0, 1)}, timeout_s=3, targets=fixed({0: 0}))
     assert 0.9 <= took < 2.5
 
 
 def test_a_group_that_never_reaches_its_target_fails_the_wait() -> None:
     events = sent(0, 0, 0) + sent(1, 0, 1) + [delivered(0, 0, 0)]
     with pytest.raises(AssertionError, match=r"the group reached the last offsets it can read \{0: 1\}"):
-        waits.caught_up(TOPIC, lambda: events, lambda: {0: 2}, timeout_s=1.5, targets=fixed({0: 1}))
+        waits.caught_up(TOPIC, lambda: events, lambda: {0: (0, 2)}, timeout_s=1.5, targets=fixed({0: 1}))
 
 
 def test_on_a_transactional_topic_the_wait_returns_once_the_last_committed_record_is_delivered() -> None:
@@ -322,10 +323,14 @@ def test_on_a_transactional_topic_the_wait_returns_once_the_last_committed_recor
         return targets({0: part}, "read_committed")[0]
 
     took = waits.caught_up(
-        TOPIC, lambda: events, lambda: {0: part.end("read_uncommitted")}, timeout_s=10, targets=last_offsets
+        TOPIC,
+        lambda: events,
+        lambda: {0: (0, part.end("read_uncommitted"))},
+        timeout_s=10,
+        targets=last_offsets,
     )
     assert took < 1.0
-    assert len(calls) == 1
+    assert len(calls) == 2, "read, then read again once the group reached them"
     assert 8 < calls[0] <= 10, "the targets get what is left of the budget"
 
 
@@ -339,8 +344,8 @@ def test_errors_reading_the_targets_are_retried_within_the_budget() -> None:
             raise RuntimeError("NOT_LEADER_OR_FOLLOWER")
         return {0: 3}
 
-    took = waits.caught_up(TOPIC, lambda: events, lambda: {0: 4}, timeout_s=5, targets=flaky)
-    assert len(attempts) == 3
+    took = waits.caught_up(TOPIC, lambda: events, lambda: {0: (0, 4)}, timeout_s=5, targets=flaky)
+    assert len(attempts) == 4, "two failures, a read, the read that confirms it"
     assert took < 2.0
 
     def broken(_timeout: float) -> dict[int, int]:
@@ -349,4 +354,139 @@ def test_errors_reading_the_targets_are_retried_within_the_budget() -> None:
     with pytest.raises(
         AssertionError, match=r"the last offsets the group can read in t-r1.*the broker is cut"
     ):
-        waits.caught_up(TOPIC, lambda: events, lambda: {0: 4}, timeout_s=1.5, targets=broken)
+        waits.caught_up(TOPIC, lambda: events, lambda: {0: (0, 4)}, timeout_s=1.5, targets=broken)
+
+
+def test_the_targets_are_read_once_the_brokers_agree_on_the_leaders() -> None:
+    """L1 fire-and-forget (acks=0: no acknowledged offset to wait for): right after the heal the cut
+    leader still answers as leader, with its old high watermark — p0's target 28 — while the new leader
+    holds offset 29, which the group delivers 0.6 s later. The wait reads its targets only once the brokers
+    agree, so it waits for 29 (read at once, it returned with 29 unread)."""
+    events: list[Event] = [delivered(s, 0, s) for s in range(29)]
+    lock = threading.Lock()
+    started = time.monotonic()
+
+    def settled() -> bool:
+        return time.monotonic() - started > 0.4
+
+    def last_offsets(_timeout: float) -> dict[int, int]:
+        return {0: 29 if settled() else 28}
+
+    def snapshot() -> list[Event]:
+        with lock:
+            return list(events)
+
+    def consume_late() -> None:
+        time.sleep(0.6)
+        with lock:
+            events.append(delivered(29, 0, 29))
+
+    reader = threading.Thread(target=consume_late)
+    reader.start()
+    took = waits.caught_up(TOPIC, snapshot, lambda: {0: (0, 30)}, 10, last_offsets, settled=settled)
+    reader.join()
+    assert took >= 0.6
+    assert not took.expired
+
+
+def test_a_target_that_moves_after_the_group_reached_it_is_waited_for() -> None:
+    """The first read finds 28 (the high watermark not yet past 29), the read that confirms it 29: the wait
+    returns only once the group delivered 29."""
+    events: list[Event] = [delivered(s, 0, s) for s in range(29)]
+    lock = threading.Lock()
+    reads: list[int] = []
+
+    def last_offsets(_timeout: float) -> dict[int, int]:
+        reads.append(28 if not reads else 29)
+        return {0: reads[-1]}
+
+    def snapshot() -> list[Event]:
+        with lock:
+            return list(events)
+
+    def consume_late() -> None:
+        time.sleep(0.5)
+        with lock:
+            events.append(delivered(29, 0, 29))
+
+    reader = threading.Thread(target=consume_late)
+    reader.start()
+    took = waits.caught_up(TOPIC, snapshot, lambda: {0: (0, 30)}, 10, last_offsets)
+    reader.join()
+    assert took >= 0.5
+    assert reads == [28, 29, 29]
+
+
+def test_a_target_removed_by_retention_ends_the_wait_with_what_expired() -> None:
+    """The group read p0 up to 79 and stopped; retention removes every record of p0 (log start 151, the
+    end). Its target 150 can never be delivered: the wait reads its targets again (none left in p0),
+    returns, and says what expired instead of timing out."""
+    events: list[Event] = [*(delivered(s, 0, s) for s in range(80)), delivered(900, 1, 0)]
+    started = time.monotonic()
+
+    def removed() -> bool:
+        return time.monotonic() - started > 0.3
+
+    def bounds() -> dict[int, tuple[int, int]]:
+        return {0: (151, 151) if removed() else (0, 151), 1: (0, 1)}
+
+    def last_offsets(_timeout: float) -> dict[int, int]:
+        return {1: 0} if removed() else {0: 150, 1: 0}
+
+    took = waits.caught_up(TOPIC, lambda: events, bounds, 10, last_offsets, poll_s=0.1)
+    assert 0.3 <= took < 2.0
+    assert took.expired == (waits.Expired(0, log_start=151, next_offset=80, target=150),)
+    assert "p0: log start 151 above the group's next offset 80, past the target 150" in (
+        took.expired[0].describe()
+    )
+
+
+def test_records_removed_below_the_target_are_reported_and_the_group_waited_for() -> None:
+    """DeleteRecords moved p0's log start to 100, above the group's next offset 80 but below the target:
+    the group (auto.offset.reset=earliest) jumps to 100 and reads on to the target; the wait returns then,
+    with p0 named as expired (no target passed)."""
+    events: list[Event] = [delivered(s, 0, s) for s in range(80)]
+    lock = threading.Lock()
+
+    def snapshot() -> list[Event]:
+        with lock:
+            return list(events)
+
+    def reset_and_read() -> None:
+        time.sleep(0.4)
+        with lock:
+            events.extend(delivered(s, 0, s) for s in range(100, 120))
+
+    reader = threading.Thread(target=reset_and_read)
+    reader.start()
+    took = waits.caught_up(TOPIC, snapshot, lambda: {0: (100, 120)}, 10, fixed({0: 119}), poll_s=0.1)
+    reader.join()
+    assert took >= 0.4
+    assert took.expired == (waits.Expired(0, log_start=100, next_offset=80, target=None),)
+
+
+def test_the_result_is_the_seconds_as_a_float() -> None:
+    result = waits.CaughtUp(1.5, [waits.Expired(2, 10, 0), waits.Expired(1, 5, 0)])
+    assert result == 1.5
+    assert result + 1 == 2.5
+    assert [e.partition for e in result.expired] == [1, 2]
+
+
+def test_targets_that_keep_moving_end_the_wait_at_its_budget() -> None:
+    """A producer still running: every read finds a new last offset, which the group delivers 0.1 s later.
+    The wait gives up at its budget instead of chasing the topic for ever."""
+    last: list[tuple[int, float]] = [(0, 0.0)]
+
+    def moving(_timeout: float) -> dict[int, int]:
+        last.append((last[-1][0] + 1, time.monotonic()))
+        return {0: last[-1][0]}
+
+    def snapshot() -> list[Event]:
+        target, at = last[-1]
+        return [delivered(0, 0, target if time.monotonic() - at > 0.1 else target - 1)]
+
+    started = time.monotonic()
+    with pytest.raises(AssertionError, match=r"they still moved after 1 s"):
+        waits.caught_up(TOPIC, snapshot, lambda: {0: (0, 1)}, 1.0, moving)
+    assert time.monotonic() - started < 3.0
+    assert len(last) > 5
