@@ -556,6 +556,19 @@ def _say(text: str, style: str | None = None) -> None:
     help="A previous gate run's gate.json: a case whose outage, p99 ack latency under fault or recovery "
     "times got worse beyond the gate file's [baseline] tolerance fails (exit 1).",
 )
+@click.option(
+    "--cases",
+    default=None,
+    metavar="CASES",
+    help="Run these catalog cases (comma-separated, e.g. L2,L6) instead of the gate file's cases or the "
+    "default set; the cases the lint names that are left out are listed as not run.",
+)
+@click.option(
+    "--lint-advisory",
+    is_flag=True,
+    help="The lint informs, the cases alone decide (by default a claim the lint proves broken fails the "
+    "full run, exit 1, even when every case passed).",
+)
 @click.option("--seed", type=int, default=None, help="Seed of the runs (default: $CHAOS_SEED, else random).")
 def gate_command(
     gate_file: str,
@@ -565,14 +578,27 @@ def gate_command(
     calibrate: bool,
     allow_flaky: bool,
     baseline: str | None,
+    cases: str | None,
+    lint_advisory: bool,
     seed: int | None,
 ) -> None:
     """Judge your own client and broker configuration (GATE_FILE, TOML: docs/gate.md) against the
     guarantee it claims: the lint, then each selected catalog case on a real cluster with your settings.
-    Exit 0 passed, 1 failed (or flaky), 2 harness error or bad input, 3 inconclusive; --check-only: the
-    lint's 0 kept, 1 not kept, 2 bad input, writing nothing."""
+    Exit 0 passed, 1 failed (or flaky, or the lint proves the claim broken), 2 harness error or bad input,
+    3 inconclusive; --check-only: the lint's 0 kept, 1 not kept, 2 bad input, writing nothing."""
+    from chaos.scenario.gaterun import split_cases
+
+    chosen = split_cases(cases) if cases is not None else None
     try:
-        exit_code = _gate_check(gate_file, out, junit, full=not check_only, baseline=baseline)
+        exit_code = _gate_check(
+            gate_file,
+            out,
+            junit,
+            full=not check_only,
+            baseline=baseline,
+            cases=chosen,
+            lint_advisory=lint_advisory,
+        )
         if not check_only:
             exit_code = _gate_run(
                 gate_file,
@@ -582,6 +608,8 @@ def gate_command(
                 allow_flaky=allow_flaky,
                 seed=seed,
                 baseline=baseline,
+                cases=chosen,
+                lint_advisory=lint_advisory,
             )
     except ChaosError as exc:
         _say(
@@ -606,6 +634,8 @@ def _gate_run(
     allow_flaky: bool,
     seed: int | None,
     baseline: str | None = None,
+    cases: tuple[str, ...] | None = None,
+    lint_advisory: bool = False,
 ) -> int:
     """The full run: pytest in-process over the catalog with ``--chaos-gate``; the exit code is gate.json's
     (2 when the run wrote none: it broke before the gate could judge)."""
@@ -642,6 +672,10 @@ def _gate_run(
         args += ["--chaos-seed", str(seed)]
     if baseline:
         args += ["--chaos-gate-baseline", str(Path(baseline).expanduser().absolute())]
+    if cases is not None:
+        args += ["--chaos-gate-cases", ",".join(cases)]
+    if lint_advisory:
+        args.append("--chaos-gate-lint-advisory")
     started = time.time()
     _say(f"pytest {shlex.join(args)}", "dim")
     status = int(pytest.main(args))
@@ -658,12 +692,19 @@ def _gate_run(
 
 
 def _gate_check(
-    gate_file: str, out: str | None, junit: str | None, *, full: bool = False, baseline: str | None = None
+    gate_file: str,
+    out: str | None,
+    junit: str | None,
+    *,
+    full: bool = False,
+    baseline: str | None = None,
+    cases: tuple[str, ...] | None = None,
+    lint_advisory: bool = False,
 ) -> int:
     """The lint (``--check-only``, and the full run's first step): load, lint, print; the lint's exit code.
     The full run also reads the baseline now (bad input: before any container starts)."""
     from chaos.gate.baseline import describe_rule
-    from chaos.gate.cases import gate_cases
+    from chaos.gate.cases import plan_cases
     from chaos.gate.gatefile import NOT_SET_SOURCE, load_gate
     from chaos.gate.lint import Finding, lint_gate
     from chaos.gate.report import read_gate_file
@@ -672,8 +713,9 @@ def _gate_check(
     started = time.monotonic()
     gate = load_gate(gate_file)
     old = read_gate_file(baseline) if baseline and full else None
-    cases = gate_cases(gate, [s.case_id for s in discover()])
     check, result = lint_gate(gate)
+    plan = plan_cases(gate, [s.case_id for s in discover()], result, cases)
+    advisory = lint_advisory or gate.lint_advisory
     step = "the lint first, before any container starts" if full else "lint only: no container started"
     _say(f"gate {gate_file}: claims {gate.guarantee} ({step})", "bold")
     counts = f"the producer's {len(gate.producer.settings)}"
@@ -709,17 +751,21 @@ def _gate_check(
         _say(f"Also found (does not break {gate.guarantee}):")
         for finding in result.others:
             show(finding, "!")
-    chosen = "from the gate file" if gate.cases else "the default set that applies"
     verb = "runs" if full else "would run"
-    _say(f"Cases the full gate {verb} ({chosen}; time profile {gate.time_profile}): {', '.join(cases)}")
+    _say(
+        f"Cases the full gate {verb} ({plan.describe()}; time profile {gate.time_profile}): "
+        f"{', '.join(plan.run) or 'none'}"
+    )
+    if plan.not_run:
+        _say(f"Named by the lint, not run: {plan.not_run_text()}", "yellow")
     if old is not None:
         _say(
             f"Against the baseline {baseline} ({len(old.cases)} case(s), {old.verdict}): a measure regresses "
             f"when {describe_rule(gate.baseline)} than there"
         )
-    if (out or junit or baseline) and not full:
+    if (out or junit or baseline or lint_advisory) and not full:
         _say(
-            "note: --out, --junit and --baseline are used by the full gate run only; "
+            "note: --out, --junit, --baseline and --lint-advisory are used by the full gate run only; "
             "--check-only wrote nothing",
             "dim",
         )
@@ -727,10 +773,18 @@ def _gate_check(
     if result.kept:
         return 0
     if full:
-        _say(
-            f"the lint says {gate.guarantee} is not kept (above); the cases run anyway and decide the gate",
-            "yellow",
-        )
+        if advisory:
+            _say(
+                f"the lint says {gate.guarantee} is not kept (above); advisory (--lint-advisory): the cases "
+                "run and alone decide the gate",
+                "yellow",
+            )
+        else:
+            _say(
+                f"the lint says {gate.guarantee} is not kept (above): the gate fails (exit 1) whatever the "
+                "cases show; they run to show what happens (--lint-advisory: the cases alone decide)",
+                "yellow",
+            )
         return 1
     keys = sorted({s.key for f in result.violations for s in f.settings if s.origin.source != NOT_SET_SOURCE})
     shown = sorted({c for f in result.violations for c in f.rule.cases})

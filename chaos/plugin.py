@@ -170,6 +170,20 @@ def _add_gate_options(group: pytest.OptionGroup) -> None:
         help="With --chaos-gate: a flaky case (failed, then passed on a retry) does not fail the gate.",
     )
     group.addoption(
+        "--chaos-gate-cases",
+        default=None,
+        metavar="CASES",
+        help="With --chaos-gate: run these catalog cases (comma-separated, e.g. L2,L6) instead of the gate "
+        "file's cases or the default set; the lint's cases left out are listed as not run.",
+    )
+    group.addoption(
+        "--chaos-gate-lint-advisory",
+        action="store_true",
+        default=False,
+        help="With --chaos-gate: the lint informs, the cases alone decide (by default a claim the lint "
+        "proves broken fails the gate, exit 1, even when every case passed).",
+    )
+    group.addoption(
         "--chaos-gate-baseline",
         default=None,
         metavar="OLD_GATE_JSON",
@@ -191,7 +205,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _configure_gate(config: pytest.Config) -> None:
     """Under ``--chaos-gate``: the gate file read and linted, the gate's hooks registered."""
-    if not any(config.getoption(o) for o in ("--chaos-gate", "--chaos-calibrate", "--chaos-gate-baseline")):
+    options = ("--chaos-gate", "--chaos-calibrate", "--chaos-gate-baseline", "--chaos-gate-cases")
+    if not any(config.getoption(o) for o in options):
         return
     from chaos.scenario.gaterun import configure_gate
 

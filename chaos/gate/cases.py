@@ -1,15 +1,19 @@
 """Which catalog cases a full gate run replays: the gate file's ``cases``, else the default set.
 
 The default set is one case per failure family, chosen so a warm gate run fits in about 8 minutes on a
-2-core machine (docs/gate.md, "The default case set"); ``cases = [...]`` in the gate file picks any others.
+2-core machine (docs/gate.md, "The default case set"); ``cases = [...]`` in the gate file (or ``--cases``)
+picks any others. :func:`plan_cases` widens the default set by the cases the lint names for a rule that
+breaks the claim, and lists them as not run when an explicit set leaves them out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
-from chaos.gate.gatefile import GateFile, applies, resolve_cases
+from chaos.gate.gatefile import CASE_NEEDS, GateFile, GateFileError, applies, resolve_cases
+from chaos.gate.lint import LintResult
 
 DEFAULT_CASES: Final[tuple[str, ...]] = ("PB1", "ISR2", "L2", "D1", "MPI1")
 """A broker cut off (PB1), the ISR lost under a leader crash (ISR2 / L4), a leader crash with lagging
@@ -26,3 +30,121 @@ def gate_cases(gate: GateFile, catalog: Iterable[str]) -> tuple[str, ...]:
     if gate.cases is not None:
         return tuple(case for case in known if case in chosen)
     return tuple(case for case in known if case in DEFAULT_CASES and applies(case, gate))
+
+
+@dataclass(frozen=True)
+class CasePlan:
+    """The cases a full run replays and why, beside the cases the lint names.
+
+    :param run: the cases that run, in catalog order.
+    :param chosen: how the set was chosen: ``default`` (the default set, widened by the lint), ``cases``
+        (the gate file's ``cases =``) or ``--cases`` (the command line's, over the file's).
+    :param added_by_lint: cases the default set lacked that the lint names for a rule that breaks the
+        claim ("shown by"): they run too, so the run can show what the lint found.
+    :param not_run: cases the lint names for such a rule that do not run, each with why (an explicit set
+        left it out; not a case of this catalog; it does not apply to the configuration).
+    """
+
+    run: tuple[str, ...]
+    chosen: str = "default"
+    added_by_lint: tuple[str, ...] = ()
+    not_run: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.chosen not in CHOICES:
+            expected = ", ".join(CHOICES)
+            raise GateFileError([f"CasePlan.chosen: expected one of {expected}; got {self.chosen!r}"])
+        if set(self.added_by_lint) - set(self.run):
+            raise GateFileError(["CasePlan: a case added by the lint must be among the cases that run"])
+
+    def describe(self) -> str:
+        """``the default set that applies, and added by the lint: L6`` — for the header and the lint's
+        output."""
+        text = {
+            "default": "the default set that applies",
+            "cases": "from the gate file's cases",
+            "--cases": "from --cases",
+        }[self.chosen]
+        if self.added_by_lint:
+            text += f", and added by the lint: {', '.join(self.added_by_lint)}"
+        return text
+
+    def not_run_text(self) -> str:
+        """``L6 (left out by --cases), L4 (not a case of this catalog)``; empty when every case ran."""
+        return ", ".join(f"{case} ({why})" for case, why in self.not_run)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": list(self.run),
+            "chosen": self.chosen,
+            "added_by_lint": list(self.added_by_lint),
+            "not_run": [{"case": case, "why": why} for case, why in self.not_run],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CasePlan:
+        return cls(
+            tuple(data.get("run", ())),
+            str(data.get("chosen", "default")),
+            tuple(data.get("added_by_lint", ())),
+            tuple((str(n["case"]), str(n["why"])) for n in data.get("not_run", ())),
+        )
+
+
+CHOICES: Final = ("default", "cases", "--cases")
+
+
+def lint_cases(lint: LintResult) -> tuple[str, ...]:
+    """The cases the lint names ("shown by") for the rules that break the claim, first named first."""
+    named: dict[str, None] = {}
+    for finding in lint.violations:
+        named.update(dict.fromkeys(finding.rule.cases))
+    return tuple(named)
+
+
+def plan_cases(
+    gate: GateFile,
+    catalog: Iterable[str],
+    lint: LintResult | None = None,
+    cases: Sequence[str] | None = None,
+) -> CasePlan:
+    """The cases a full run replays: ``cases`` (``--cases``) over the gate file's ``cases``, else the
+    default set widened by every case the lint names for a rule that breaks the claim — the run replays
+    what the lint says fails. An explicit set is not widened: the lint's cases it leaves out are listed as
+    not run. Raises :class:`GateFileError` for a case the catalog lacks or that does not apply."""
+    known = tuple(catalog)
+    if cases is not None:
+        try:
+            gate = replace(gate, cases=tuple(cases))
+        except GateFileError as exc:
+            raise GateFileError([p.replace("cases:", "--cases:", 1) for p in exc.problems]) from None
+    run = gate_cases(gate, known)
+    named = lint_cases(lint) if lint is not None and not lint.kept else ()
+    chosen = "--cases" if cases is not None else "cases" if gate.cases is not None else "default"
+    added: list[str] = []
+    not_run: list[tuple[str, str]] = []
+    for case in named:
+        if case in run:
+            continue
+        if case not in known:
+            not_run.append((case, "not a case of this catalog"))
+        elif not applies(case, gate):
+            not_run.append((case, f"needs {CASE_NEEDS[case][0]}"))
+        elif chosen != "default":
+            where = "--cases" if chosen == "--cases" else "the gate file's cases"
+            not_run.append((case, f"left out by {where}"))
+        else:
+            added.append(case)
+    if added:
+        run = tuple(case for case in known if case in run or case in added)
+    if lint is not None:
+        # a case the catalog has no test of its own for (L4: ISR2's) is not missing when another case of
+        # the same rule runs
+        covered = {
+            case
+            for finding in lint.violations
+            if any(c in run for c in finding.rule.cases)
+            for case in finding.rule.cases
+        }
+        not_run = [(case, why) for case, why in not_run if case in known or case not in covered]
+    return CasePlan(run, chosen, tuple(c for c in run if c in added), tuple(not_run))

@@ -317,6 +317,9 @@ class GateFile:
     case_thresholds: Mapping[str, Thresholds] = field(default_factory=dict)
     baseline: Baseline = field(default_factory=Baseline)
     path: Path | None = None
+    lint_advisory: bool = False
+    """The lint informs and the cases alone decide the full run (``--lint-advisory``); by default a claim
+    the lint proves broken fails the full run (exit 1) even when every case passed."""
 
     def __post_init__(self) -> None:
         where = str(self.path) if self.path else "gate"
@@ -336,6 +339,8 @@ class GateFile:
             problems.append(f"{where}: retries: expected an integer 0..{MAX_RETRIES}; got {self.retries!r}")
         if self.kafka_version is not None and self.kafka_version not in versions.SUPPORTED_KAFKA_VERSIONS:
             problems.append(f"{where}: kafka_version: {_kafka_version_hint(self.kafka_version)}")
+        if type(self.lint_advisory) is not bool:
+            problems.append(f"{where}: lint_advisory: expected true or false; got {self.lint_advisory!r}")
         if self.cases is not None:
             bad = [c for c in self.cases if not isinstance(c, str) or not CASE_ID.fullmatch(c)]
             if bad or not self.cases or len(set(self.cases)) != len(self.cases):
@@ -826,6 +831,7 @@ TOP_KEYS: Final = (
     "time_profile",
     "kafka_version",
     "retries",
+    "lint_advisory",
     "producer",
     "consumer",
     "topic",
@@ -891,6 +897,13 @@ def load_gate(path: str | Path) -> GateFile:
             reader.problem(
                 (key,), f"expected an integer 0..{MAX_RETRIES} (retries of a failed case); got {value!r}"
             )
+    lint_advisory = data.get("lint_advisory", False)
+    if type(lint_advisory) is not bool:
+        reader.problem(
+            ("lint_advisory",),
+            f"expected true (the cases alone decide) or false (a claim the lint proves broken fails); got "
+            f"{lint_advisory!r}",
+        )
     if reader.problems or producer is None:
         raise GateFileError(reader.problems)
     return GateFile(
@@ -906,4 +919,5 @@ def load_gate(path: str | Path) -> GateFile:
         case_thresholds=case_thresholds,
         baseline=baseline,
         path=gate_path,
+        lint_advisory=lint_advisory is True,
     )

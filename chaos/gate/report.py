@@ -4,22 +4,25 @@
 Pure: built from per-case results (:class:`CaseResult`, each a list of :class:`Attempt`\\ s) by whoever ran
 the cases (:mod:`chaos.scenario.gaterun`). The gate's verdict and exit code:
 
-- **1 failed**: a case failed (an anomaly the claimed guarantee forbids, a threshold exceeded, or with
-  ``--baseline`` a measure that regressed against the previous gate run), or one was *flaky* (failed,
+- **1 failed**: the lint proves the configuration cannot keep the claim (unless the lint is advisory:
+  ``--lint-advisory``), a case failed (an anomaly the claimed guarantee forbids, a threshold exceeded, or
+  with ``--baseline`` a measure that regressed against the previous gate run), or one was *flaky* (failed,
   then passed on a retry) and the run does not allow flaky cases;
 - **2 harness error**: a case could not be run, or the run itself broke (never a verdict);
 - **3 inconclusive**: a case's verdict is ``unknown`` (a precondition did not hold, facts the audit could
   not establish), a threshold it could not measure, or a calibration run that did not show the fault;
 - **0 passed**: every case passed.
 
-A failed case outranks a harness error (what was observed failing stays failed), which outranks an
-inconclusive one.
+A failed case (or the lint's proof) outranks a harness error (what was observed failing stays failed),
+which outranks an inconclusive one.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import socket
 import time
 import xml.etree.ElementTree as ET
@@ -39,6 +42,7 @@ from chaos.gate.baseline import (
     compare,
     regression_lines,
 )
+from chaos.gate.cases import CasePlan
 from chaos.gate.gatefile import Baseline
 from chaos.gate.redact import redact
 from chaos.gate.thresholds import Measured, Measurement
@@ -57,6 +61,33 @@ EXIT_CODES: Final[Mapping[str, int]] = MappingProxyType({"pass": 0, "fail": 1, "
 
 class GateReportError(ChaosError):
     """A ``gate.json`` that cannot be read; the message names the file and the fix."""
+
+
+_LIST_REPR: Final = re.compile(r"[\[(]'[^'\[\]()]*'(?:, '[^'\[\]()]*')*,?[\])]")
+_VALUE_ID: Final = re.compile(r"[^\s:']+:([^\s:']+:\d+)")
+
+
+def sentence(text: str) -> str:
+    """``text`` with every Python list of strings written as words: value ids without their run id
+    (``values producer-0:12, producer-0:13, producer-0:14 and 58 more``), other strings joined by commas —
+    what a reason of a case (its precondition's detail) reads as in gate.md, JUnit and the index."""
+
+    def words(match: re.Match[str]) -> str:
+        try:
+            items = ast.literal_eval(match.group(0))
+        except (ValueError, SyntaxError):
+            return match.group(0)
+        if isinstance(items, str):
+            items = (items,)
+        shown = [str(i) for i in items]
+        ids = [_VALUE_ID.fullmatch(i) for i in shown]
+        if shown and all(ids):
+            short = [m.group(1) for m in ids if m is not None]
+            more = f" and {len(short) - 3} more" if len(short) > 3 else ""
+            return f"value{'s' if len(short) > 1 else ''} {', '.join(short[:3])}{more}"
+        return ", ".join(shown) if shown else "none"
+
+    return _LIST_REPR.sub(words, text)
 
 
 @dataclass(frozen=True)
@@ -183,7 +214,7 @@ class Attempt:
             lines.append(f"inconclusive: the case's timeline stopped before its end ({self.cut_short})")
         if self.error:
             lines.append(f"harness error: {self.error}")
-        return lines
+        return [sentence(line) for line in lines]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -392,6 +423,8 @@ class GateReport:
     started_ts: float | None = None
     ended_ts: float | None = None
     baseline: BaselineComparison | None = None
+    plan: CasePlan | None = None
+    lint_advisory: bool = False
 
     def __post_init__(self) -> None:
         if self.baseline is not None:
@@ -404,9 +437,72 @@ class GateReport:
         return replace(self, baseline=compare_cases(old, self.cases, self.time_profile, source, rule))
 
     @property
+    def lint_not_kept(self) -> bool:
+        """The lint proved the configuration cannot keep the claim."""
+        return bool(self.lint) and self.lint.get("kept") is False
+
+    @property
+    def lint_fails(self) -> bool:
+        """The lint's proof fails the run (it is not advisory)."""
+        return self.lint_not_kept and not self.lint_advisory
+
+    def lint_rules(self) -> tuple[str, ...]:
+        """The rules that break the claim."""
+        return tuple(str(v.get("rule")) for v in self.lint.get("violations", ()))
+
+    def lint_named(self) -> tuple[str, ...]:
+        """The cases the lint names ("shown by") for the rules that break the claim."""
+        named: dict[str, None] = {}
+        for violation in self.lint.get("violations", ()):
+            named.update(dict.fromkeys(str(c) for c in violation.get("cases", ())))
+        return tuple(named)
+
+    def reproduced(self) -> tuple[str, ...]:
+        """The lint's cases that ran and failed: the run showed what the lint found."""
+        named = set(self.lint_named())
+        return tuple(c.case for c in self.cases if c.case in named and c.outcome in ("fail", "flaky"))
+
+    def lint_line(self) -> str:
+        """The lint's result in one sentence, beside the cases': ``lint: at_least_once NOT KEPT by the
+        configuration (commit_before_processing; shown by L6) — the run did not reproduce it``."""
+        lint = self.lint
+        if not lint:
+            return "lint: not recorded"
+        if not self.lint_not_kept:
+            return f"lint: {self.guarantee} kept by the configuration"
+        named = self.lint_named()
+        ran = [c for c in named if any(case.case == c for case in self.cases)]
+        if self.reproduced():
+            shown = f"the run did reproduce it ({', '.join(self.reproduced())} failed)"
+        elif ran:
+            shown = f"the run did not reproduce it ({', '.join(ran)} ran)"
+        else:
+            shown = "the run did not reproduce it (none of its cases ran)"
+        text = (
+            f"lint: {self.guarantee} NOT KEPT by the configuration ({', '.join(self.lint_rules())}; shown by "
+            f"{', '.join(named) or 'no case'}) — {shown}"
+        )
+        text += (
+            "; advisory (--lint-advisory): the cases alone decide"
+            if self.lint_advisory
+            else "; this alone fails the gate"
+        )
+        return text
+
+    def cases_line(self) -> str:
+        """Which cases ran and why, and the lint's cases that did not (empty without a plan)."""
+        plan = self.plan
+        if plan is None:
+            return ""
+        text = f"cases: {plan.describe()}"
+        if plan.not_run:
+            text += f"; named by the lint, not run: {plan.not_run_text()}"
+        return text
+
+    @property
     def verdict(self) -> GateVerdict:
         outcomes = [c.outcome for c in self.cases]
-        if "fail" in outcomes or ("flaky" in outcomes and not self.allow_flaky):
+        if "fail" in outcomes or ("flaky" in outcomes and not self.allow_flaky) or self.lint_fails:
             return "fail"
         if self.errors or "error" in outcomes or not outcomes:
             return "error"
@@ -436,9 +532,20 @@ class GateReport:
         ]
         cases = "; ".join(parts) if parts else "no case ran"
         regressed = self.baseline.regressed if self.baseline else ()
+        lint = ""
+        if self.lint_not_kept:
+            reproduced = "did" if self.reproduced() else "did not"
+            advisory = ", advisory" if self.lint_advisory else ""
+            rules = ", ".join(self.lint_rules())
+            lint = f"; lint: NOT KEPT ({rules}{advisory}; the run {reproduced} reproduce it)"
+        elif self.lint:
+            lint = "; lint: kept"
+        added = self.plan.added_by_lint if self.plan else ()
         return (
             f"gate {word[self.verdict]} (exit {self.exit_code}): claims {self.guarantee}; "
             f"{len(self.cases)} case(s): {cases}"
+            + (f" (added by the lint: {', '.join(added)})" if added else "")
+            + lint
             + (f"; regressed against the baseline: {', '.join(regressed)}" if regressed else "")
         )
 
@@ -461,6 +568,9 @@ class GateReport:
             "started_ts": self.started_ts,
             "ended_ts": self.ended_ts,
             "baseline": self.baseline.to_dict() if self.baseline else None,
+            "plan": self.plan.to_dict() if self.plan else None,
+            "lint_advisory": self.lint_advisory,
+            "lint_line": self.lint_line(),
         }
 
     def to_json(self) -> str:
@@ -487,6 +597,8 @@ class GateReport:
             data.get("started_ts"),
             data.get("ended_ts"),
             BaselineComparison.from_dict(data["baseline"]) if data.get("baseline") else None,
+            CasePlan.from_dict(data["plan"]) if data.get("plan") else None,
+            bool(data.get("lint_advisory", False)),
         )
 
     # ---- gate.md -------------------------------------------------------------------------------------
@@ -498,13 +610,29 @@ class GateReport:
         lines.append(f"Gate file `{self.gate_file}` · time profile `{self.time_profile}`")
         lint = self.lint
         if lint:
-            kept = "kept" if lint.get("kept") else "**not kept**"
-            rules = ", ".join(f"`{v['rule']}`" for v in lint.get("violations", ()))
-            lines.append(
-                f"Lint (before any container): the claim is {kept}"
-                + (f" ({rules})" if rules else "")
-                + f"; the strongest guarantee the settings keep: `{lint.get('strongest') or 'none'}`"
-            )
+            if self.lint_not_kept:
+                reproduced = "did" if self.reproduced() else "did not"
+                rules = ", ".join(f"`{r}`" for r in self.lint_rules())
+                decides = (
+                    "advisory (`--lint-advisory`): the cases alone decide"
+                    if self.lint_advisory
+                    else "this alone fails the gate (exit 1)"
+                )
+                shown = ", ".join(self.lint_named())
+                lines.append(
+                    f"Lint (before any container): {self.guarantee} **NOT KEPT by the configuration (lint)** "
+                    f"— the run {reproduced} reproduce it ({rules}; shown by {shown}); {decides}"
+                )
+            else:
+                lines.append(f"Lint (before any container): {self.guarantee} is kept by the configuration")
+            lines[-1] += f"; the strongest guarantee the settings keep: `{lint.get('strongest') or 'none'}`"
+        plan = self.plan
+        if plan is not None:
+            lines.append(f"Cases: {plan.describe()}")
+            if plan.added_by_lint:
+                lines[-1] += f" (added by the lint: {', '.join(plan.added_by_lint)})"
+            if plan.not_run:
+                lines.append(f"Named by the lint, not run: {_cell(plan.not_run_text())}")
         lines += ["", "| case | result | verdict | anomalies | thresholds | retries | report |"]
         lines.append("|---|---|---|---|---|---|---|")
         for case in self.cases:
@@ -524,19 +652,21 @@ class GateReport:
                 f"{_cell(thresholds or '—')} | {case.retries} | {report} |"
             )
         trouble = [c for c in self.cases if c.outcome != "pass"]
-        if trouble or self.errors:
+        if trouble or self.errors or self.lint_fails:
             lines += ["", "### Why", ""]
+            if self.lint_fails:
+                lines.append(f"- **lint**: {_cell(self.lint_line())}")
             lines += [
                 f"- **{c.case}** ({c.outcome}): {_cell('; '.join(c.problems()) or '—')}" for c in trouble
             ]
             lines += [f"- harness: {_cell(e)}" for e in self.errors]
         lines += self._baseline_markdown()
         lines += self._calibration_markdown()
-        if self.verdict == "pass" and lint and not lint.get("kept"):
+        if self.lint_not_kept and not self.reproduced():
             lines += [
                 "",
                 "> The lint says the settings cannot keep the claim; the cases run did not show it. "
-                "See `chaos gate --check-only` for the rules and the cases that do.",
+                "See `chaos gate --check-only` for the rules, the cases that show them and the fix.",
             ]
         return "\n".join(lines) + "\n"
 
@@ -597,15 +727,17 @@ class GateReport:
     def junit_xml(self) -> str:
         """JUnit XML: one testsuite, one testcase per case. A failed or flaky case is a ``failure`` (flaky:
         ``type="flaky"``), an inconclusive one an ``error`` of ``type="inconclusive"``, a harness error an
-        ``error``; the message holds the failing anomalies and thresholds with numbers and the report."""
+        ``error``; the message holds the failing anomalies and thresholds with numbers and the report. When
+        the lint's proof fails the gate, a testcase ``lint`` fails (``type="lint"``) with its rules."""
         counts = self.counts()
         flaky_fails = 0 if self.allow_flaky else counts["flaky"]
-        failures = counts["fail"] + flaky_fails
+        lint_case = 1 if self.lint_fails else 0  # the lint's proof fails the gate: a testcase of its own
+        failures = counts["fail"] + flaky_fails + (1 if self.lint_fails else 0)
         errors = counts["error"] + counts["unknown"]
         duration = sum(a.seconds or 0.0 for c in self.cases for a in c.attempts)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.started_ts or time.time()))
         name = f"chaos gate {self.gate_file} (claims {self.guarantee})"
-        common = {"tests": str(len(self.cases)), "failures": str(failures), "errors": str(errors)}
+        common = {"tests": str(len(self.cases) + lint_case), "failures": str(failures), "errors": str(errors)}
         root = ET.Element("testsuites", {"name": name, **common, "time": f"{duration:.3f}"})
         suite = ET.SubElement(
             root,
@@ -627,9 +759,22 @@ class GateReport:
             ("verdict", self.verdict),
             ("exit_code", str(self.exit_code)),
             ("lint_kept", str(bool(self.lint.get("kept"))).lower() if self.lint else "unknown"),
+            ("lint_advisory", str(self.lint_advisory).lower()),
         ):
             ET.SubElement(props, "property", {"name": key, "value": value})
         classname = f"chaos.gate.{Path(self.gate_file).stem or 'gate'}"
+        if self.lint_fails:
+            element = ET.SubElement(
+                suite, "testcase", {"classname": classname, "name": "lint", "time": "0.000"}
+            )
+            failure = ET.SubElement(element, "failure", {"message": self.lint_line(), "type": "lint"})
+            failure.text = "\n".join(
+                f"{v.get('rule')}: {v.get('why')} (fix: {v.get('fix')})"
+                for v in self.lint.get("violations", ())
+            )
+            ET.SubElement(element, "system-out").text = "\n".join(
+                filter(None, (self.lint_line(), self.cases_line()))
+            )
         for case in self.cases:
             seconds = sum(a.seconds or 0.0 for a in case.attempts)
             element = ET.SubElement(
@@ -647,7 +792,7 @@ class GateReport:
                 error.text = detail
             out = [f"outcome: {outcome}", f"timeline: {case.timeline}", f"retries: {case.retries}"]
             out += [f"report: {a.report}" for a in case.attempts if a.report]
-            out += [f"own check not met: {c}" for a in case.attempts for c in a.own_checks]
+            out += [f"own check not met: {sentence(c)}" for a in case.attempts for c in a.own_checks]
             ET.SubElement(element, "system-out").text = "\n".join(out)
         if self.errors:
             ET.SubElement(suite, "system-err").text = "\n".join(self.errors)

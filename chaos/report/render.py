@@ -673,7 +673,15 @@ def gate_banner(root: Path) -> dict[str, Any] | None:
         for c in report.cases
     ]
     md = GATE_MD_NAME if (root / GATE_MD_NAME).exists() else None
-    return {"css": css, "word": report.verdict, "headline": report.headline(), "cases": cases, "md": md}
+    lint = " · ".join(filter(None, (report.lint_line() if report.lint else "", report.cases_line())))
+    return {
+        "css": css,
+        "word": report.verdict,
+        "headline": report.headline(),
+        "lint": lint,
+        "cases": cases,
+        "md": md,
+    }
 
 
 def render_index(root: str | os.PathLike[str], runs: Iterable[Path] | None = None) -> Path:

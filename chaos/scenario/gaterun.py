@@ -32,8 +32,9 @@ import pytest
 from chaos import versions
 from chaos.errors import ChaosError
 from chaos.gate.baseline import describe_rule, observe
-from chaos.gate.cases import gate_cases
+from chaos.gate.cases import CasePlan, plan_cases
 from chaos.gate.gatefile import ClientSettings, GateFile, GateFileError, canonical, is_secret
+from chaos.gate.lint import LintResult
 from chaos.gate.report import (
     GATE_MD_NAME,
     JUNIT_NAME,
@@ -322,6 +323,12 @@ class GateSession:
     started_ts: float = field(default_factory=time.time)
     baseline: tuple[Path, GateReport] | None = None
     kafka_version: str = versions.KAFKA_VERSION
+    lint_result: LintResult | None = None
+    cases: tuple[str, ...] | None = None
+    """``--cases`` (``--chaos-gate-cases``): the cases to run, over the gate file's."""
+    lint_advisory: bool = False
+    """``--lint-advisory`` or the gate file's ``lint_advisory``: the cases alone decide."""
+    plan: CasePlan | None = None
 
     @classmethod
     def load(
@@ -333,6 +340,8 @@ class GateSession:
         calibrate: bool,
         allow_flaky: bool,
         baseline: Path | None = None,
+        cases: tuple[str, ...] | None = None,
+        lint_advisory: bool = False,
     ) -> GateSession:
         """Read and lint the gate file (raises :class:`~chaos.gate.gatefile.GateFileError`: bad input), and
         read the baseline's gate.json (:class:`~chaos.gate.report.GateReportError`)."""
@@ -352,6 +361,9 @@ class GateSession:
             allow_flaky,
             notes=config_notes(gate),
             baseline=old,
+            lint_result=lint,
+            cases=cases,
+            lint_advisory=lint_advisory or gate.lint_advisory,
         )
 
     def params(self, scenario: Scenario) -> list[object]:
@@ -364,7 +376,8 @@ class GateSession:
 
     def select(self, catalog: tuple[str, ...]) -> tuple[str, ...]:
         """The cases this run replays among the collected ones (``GateFileError`` for a bad ``cases``)."""
-        self.selected = gate_cases(self.gate, catalog)
+        self.plan = plan_cases(self.gate, catalog, self.lint_result, self.cases)
+        self.selected = self.plan.run
         return self.selected
 
     def record(self, result: CaseResult) -> CaseResult:
@@ -422,6 +435,8 @@ class GateSession:
             calibrate=self.calibrate,
             started_ts=self.started_ts,
             ended_ts=time.time(),
+            plan=self.plan,
+            lint_advisory=self.lint_advisory,
         )
         if self.baseline is None:
             return report
@@ -455,12 +470,22 @@ class GatePlugin:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         gate = self.session.gate
         lint = self.session.lint
-        kept = "kept" if lint.get("kept") else "NOT kept (the cases run anyway)"
+        if lint.get("kept"):
+            kept = "kept"
+        elif self.session.lint_advisory:
+            kept = "NOT kept (advisory: the cases alone decide)"
+        else:
+            kept = "NOT kept: the gate fails (exit 1) whatever the cases show; they run to show what happens"
         lines = [
             f"chaos gate: {gate.path} claims {gate.guarantee}; lint: {kept}; time profile "
             f"{gate.time_profile}; retries {gate.retries}; output {self.session.out}",
             *(f"chaos gate: {note}" for note in self.session.notes),
         ]
+        plan = self.session.plan
+        if plan is not None:
+            lines.append(f"chaos gate: cases {', '.join(plan.run) or 'none'} ({plan.describe()})")
+            if plan.not_run:
+                lines.append(f"chaos gate: named by the lint, not run: {plan.not_run_text()}")
         if self.session.baseline is not None:
             path, old = self.session.baseline
             lines.append(
@@ -568,6 +593,11 @@ def _short(report: pytest.TestReport) -> str:
     return text[-1][:300] if text else report.outcome
 
 
+def split_cases(text: str) -> tuple[str, ...]:
+    """``--cases L2,L6`` (commas or spaces) as a tuple of catalog ids, in the order given."""
+    return tuple(part for part in text.replace(",", " ").split() if part)
+
+
 def stale_outputs(out: Path) -> tuple[Path, ...]:
     """A previous gate's files in ``out`` (removed when a new gate run starts, so no banner is stale)."""
     return tuple(p for p in (gate_path(out), out / GATE_MD_NAME, out / JUNIT_NAME) if p.exists())
@@ -584,7 +614,7 @@ def configure_gate(config: pytest.Config, render_index: Callable[[Path], object]
     path = config.getoption("--chaos-gate", None)
     baseline = config.getoption("--chaos-gate-baseline", None)
     if not path:
-        for option in ("--chaos-calibrate", "--chaos-gate-baseline"):
+        for option in ("--chaos-calibrate", "--chaos-gate-baseline", "--chaos-gate-cases"):
             if config.getoption(option, None):
                 raise pytest.UsageError(f"chaos: {option} runs with a gate: add --chaos-gate GATE_FILE")
         return
@@ -593,6 +623,7 @@ def configure_gate(config: pytest.Config, render_index: Callable[[Path], object]
         config.option.chaos_report_dir = str(reports_dir(config.rootpath) / "gate")
     out = Path(config.option.chaos_report_dir or reports_dir(config.rootpath)).expanduser().absolute()
     junit = config.getoption("--chaos-gate-junit", None)
+    chosen = config.getoption("--chaos-gate-cases", None)
     try:
         session = GateSession.load(
             path,
@@ -601,6 +632,8 @@ def configure_gate(config: pytest.Config, render_index: Callable[[Path], object]
             calibrate=bool(config.getoption("--chaos-calibrate", False)),
             allow_flaky=bool(config.getoption("--chaos-gate-allow-flaky", False)),
             baseline=Path(baseline).expanduser().absolute() if baseline else None,
+            cases=split_cases(chosen) if chosen else None,
+            lint_advisory=bool(config.getoption("--chaos-gate-lint-advisory", False)),
         )
     except GateFileError as exc:
         raise pytest.UsageError(f"chaos gate: {path}: the gate file cannot be used:\n{exc}") from None

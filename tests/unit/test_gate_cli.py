@@ -127,7 +127,10 @@ def test_the_full_run_without_a_docker_engine_exits_2_with_the_fix(examples: Pat
     assert code == 2, output
     assert elapsed < 20
     assert "NOT KEPT: at_least_once" in output  # the lint ran first
-    assert "Cases the full gate runs (the default set that applies; time profile ci)" in output
+    assert (
+        "Cases the full gate runs (the default set that applies, and added by the lint: L6, O1, RN1; time "
+        "profile ci): PB1, ISR2, MPI1, L2, L6, D1, O1, RN1"
+    ) in output
     assert "no Docker engine answers" in output
     assert "this is not a verdict" in output
     assert _listing(examples.parent) == before
