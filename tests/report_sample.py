@@ -367,6 +367,8 @@ def _write_scenario(path: Path, t0: float, seconds: int, hostile: bool, crashed:
         symptom="通过加日志，发现错误都是发生在endOffsets这里，默认的timeout应该是30s "
         f"(the errors all happen in endOffsets; the default timeout should be 30 s){mark}",
         guarantee="at_least_once",
+        variant="vulnerable",
+        expected_verdict="fail",
         client_profile="at_least_once",
         producer_config={
             "acks": "all",

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from chaos.cluster.logs import read_log_lines
 from chaos.report.evidence import LogLine, parse_line
@@ -42,12 +42,32 @@ _LOG4J_PREFIX: Final = re.compile(r"^\[[0-9-]+ [0-9:,.]+\] [A-Z]+ ")
 
 
 @dataclass(frozen=True)
+class Near:
+    """A fault window near an example: ``relation`` ``during`` (its window holds the example's time),
+    ``after`` (it healed ``seconds`` before) or ``before`` (it began ``seconds`` after)."""
+
+    relation: Literal["during", "after", "before"]
+    label: str
+    seconds: float = 0.0
+
+    @property
+    def text(self) -> str:
+        if self.relation == "during":
+            return f"during {self.label}"
+        if self.relation == "after":
+            return f"{self.seconds:.1f} s after {self.label} healed"
+        return f"{self.seconds:.1f} s before {self.label}"
+
+
+@dataclass(frozen=True)
 class Attribution:
     """The faults near an example (``"during crash broker-3"``, ``"0.8 s before crash broker-2"``) and
     the brokers' lines about its partition around it."""
 
     faults: tuple[str, ...]
     broker_lines: tuple[LogLine, ...]
+    near: tuple[Near, ...] = ()
+    """The same faults as ``faults``, structured (what :func:`group_examples` groups by)."""
 
     @property
     def empty(self) -> bool:
@@ -75,21 +95,20 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " …"
 
 
-def _nearby(ts: float, spans: Sequence[FaultSpan]) -> tuple[str, ...]:
+def _nearby(ts: float, spans: Sequence[FaultSpan]) -> tuple[Near, ...]:
     """Every fault holding at ``ts``, then the one that healed last before it and the one that began next
     after it (each within :data:`NEAR_S`): in a dense random mix, the neighbours that can explain it."""
-    during = [
-        f"during {s.label}" for s in spans if s.inject_ts <= ts and (s.heal_ts is None or ts <= s.heal_ts)
+    near = [
+        Near("during", s.label) for s in spans if s.inject_ts <= ts and (s.heal_ts is None or ts <= s.heal_ts)
     ]
     ended = [s for s in spans if s.heal_ts is not None and s.heal_ts < ts <= s.heal_ts + NEAR_S]
     coming = [s for s in spans if s.inject_ts - NEAR_S <= ts < s.inject_ts]
-    near = list(during)
     if ended:
         last = max(ended, key=lambda s: s.heal_ts or 0.0)
-        near.append(f"{ts - (last.heal_ts or 0.0):.1f} s after {last.label} healed")
+        near.append(Near("after", last.label, ts - (last.heal_ts or 0.0)))
     if coming:
         first = min(coming, key=lambda s: s.inject_ts)
-        near.append(f"{first.inject_ts - ts:.1f} s before {first.label}")
+        near.append(Near("before", first.label, first.inject_ts - ts))
     return tuple(near)
 
 
@@ -102,7 +121,7 @@ def attribute(example: Example, spans: Sequence[FaultSpan], events: Sequence[Log
     ts = example.ts
     if ts is None:
         return Attribution((), ())
-    faults = _nearby(ts, spans)
+    near = _nearby(ts, spans)
     lines: list[LogLine] = []
     if example.topic is not None and example.partition is not None:
         for line in events:
@@ -112,4 +131,145 @@ def attribute(example: Example, spans: Sequence[FaultSpan], events: Sequence[Log
                 lines.append(line)
                 if len(lines) == MAX_LINES:
                     break
-    return Attribution(faults, tuple(lines))
+    return Attribution(tuple(n.text for n in near), tuple(lines), near)
+
+
+_LEADER: Final = re.compile(
+    r"Leader (?P<tp>\S+) with topic id .*? starts at leader epoch (?P<epoch>-?[0-9]+) from offset "
+    r"(?P<offset>[0-9]+)(?:.*?ISR \[(?P<isr>[0-9, ]*)\])?"
+)
+_FOLLOWER: Final = re.compile(
+    r"Follower (?P<tp>\S+) starts at leader epoch (?P<epoch>-?[0-9]+) from offset (?P<offset>[0-9]+)"
+    r".*?Current leader is (?P<leader>-?[0-9]+)"
+)
+_UNCLEAN: Final = re.compile(r"UNCLEAN partition change for (?P<tp>\S+)")
+_UNCLEAN_LEADER: Final = re.compile(r"leader[:=] ?(?:(?P<old>-?[0-9]+) -> )?(?P<new>-?[0-9]+)")
+_SHRINK: Final = re.compile(
+    r"Shrinking ISR from (?P<old>[0-9,]+) to (?P<new>[0-9,]+)"
+    r"(?:\. Leader: \(highWatermark: (?P<hw>[0-9]+), endOffset: (?P<end>[0-9]+)\))?"
+)
+_TRUNCATE_STATE: Final = re.compile(
+    r"Truncating partition (?P<tp>\S+) with TruncationState\(offset=(?P<offset>[0-9]+)"
+)
+_TRUNCATE_TO: Final = re.compile(r"Truncating to (?P<offset>[0-9]+)")
+_BROKER_FILE: Final = re.compile(r"^broker-?([0-9]+)")
+_BROKER_TEXT: Final = re.compile(r"(?:broker=|Broker id=|replicaId=)([0-9]+)")
+
+
+def _broker_of(line: LogLine) -> str:
+    m = _BROKER_TEXT.search(line.text) or _BROKER_FILE.match(line.file)
+    return f"broker {m.group(1)}" if m else line.file
+
+
+def describe_event(line: LogLine) -> str:
+    """A broker line :func:`partition_events` picked, in words: ``broker 1 became leader at epoch 1 from
+    offset 39``, ``the controller elected broker 3 leader uncleanly (the previous leader: 2)``,
+    ``broker 2 shrank the ISR from [1,2] to [2] (high watermark 44, log end 105)``, ``broker 2 truncated
+    its log to offset 39``. A line of another shape is returned as it is."""
+    text = line.text
+    if m := _UNCLEAN.search(text):
+        lead = _UNCLEAN_LEADER.search(text[m.end() :])
+        if lead is None or lead.group("new") in ("-1", None):
+            return "the controller changed the partition's leadership uncleanly (unclean leader election)"
+        old = lead.group("old")
+        was = f" (the previous leader: {old})" if old not in (None, "-1") else ""
+        return f"the controller elected broker {lead.group('new')} leader uncleanly{was}"
+    if m := _LEADER.search(text):
+        isr = f" (ISR [{m.group('isr')}])" if m.group("isr") is not None else ""
+        return (
+            f"{_broker_of(line)} became leader at epoch {m.group('epoch')} from offset "
+            f"{m.group('offset')}{isr}"
+        )
+    if m := _FOLLOWER.search(text):
+        return (
+            f"{_broker_of(line)} followed broker {m.group('leader')} at epoch {m.group('epoch')} from offset "
+            f"{m.group('offset')}"
+        )
+    if m := _SHRINK.search(text):
+        offsets = (
+            f" (high watermark {m.group('hw')}, log end {m.group('end')})"
+            if m.group("hw") is not None
+            else ""
+        )
+        return f"{_broker_of(line)} shrank the ISR from [{m.group('old')}] to [{m.group('new')}]{offsets}"
+    if m := _TRUNCATE_STATE.search(text) or _TRUNCATE_TO.search(text):
+        return f"{_broker_of(line)} truncated its log to offset {m.group('offset')}"
+    return f"{line.file}: {text}"
+
+
+@dataclass(frozen=True)
+class ExampleGroup:
+    """Examples that share their context: one partition, the same fault windows around them (by relation
+    and fault, whatever the distance) and the same broker lines. ``near`` gives each fault window's
+    relation with the range of distances over the group's examples (``0.8–2.9 s before crash
+    broker-2``)."""
+
+    topic: str | None
+    partition: int | None
+    near: tuple[str, ...]
+    broker_lines: tuple[LogLine, ...]
+    examples: tuple[Example, ...]
+    windows: tuple[tuple[str, str], ...] = ()
+    """``(relation, fault label)`` of each fault window near every example of the group."""
+    distances: tuple[tuple[float, float], ...] = ()
+    """Per window, the least and greatest distance in seconds from an example to it (0 for ``during``)."""
+
+    @property
+    def offsets(self) -> tuple[int, int] | None:
+        values = [e.offset for e in self.examples if e.offset is not None]
+        return (min(values), max(values)) if values else None
+
+    @property
+    def times(self) -> tuple[float, float] | None:
+        values = [e.ts for e in self.examples if e.ts is not None]
+        return (min(values), max(values)) if values else None
+
+    @property
+    def where(self) -> str:
+        """``chaos-0`` (``topic-partition``), or what is known of it."""
+        if self.topic is None:
+            return "unknown partition" if self.partition is None else f"partition {self.partition}"
+        return self.topic if self.partition is None else f"{self.topic}-{self.partition}"
+
+
+def _span(values: Sequence[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}–{high:.1f}"
+
+
+def group_examples(pairs: Sequence[tuple[Example, Attribution | None]]) -> list[ExampleGroup]:
+    """The examples grouped by context (:class:`ExampleGroup`), in the order of each group's first
+    example; an example without attribution groups by its partition alone."""
+    Key = tuple[str | None, int | None, tuple[tuple[str, str], ...], tuple[LogLine, ...]]
+    keyed: dict[Key, list[tuple[Example, Attribution | None]]] = {}
+    for example, why in pairs:
+        near: tuple[tuple[str, str], ...] = (
+            tuple((n.relation, n.label) for n in why.near) if why is not None else ()
+        )
+        lines = why.broker_lines if why is not None else ()
+        keyed.setdefault((example.topic, example.partition, near, lines), []).append((example, why))
+    groups = []
+    for (topic, partition, near, lines), members in keyed.items():
+        texts = []
+        distances = []
+        for i, (relation, label) in enumerate(near):
+            seconds = [why.near[i].seconds for _, why in members if why is not None]
+            distances.append((min(seconds), max(seconds)))
+            if relation == "during":
+                texts.append(f"during {label}")
+            elif relation == "after":
+                texts.append(f"{_span(seconds)} s after {label} healed")
+            else:
+                texts.append(f"{_span(seconds)} s before {label}")
+        groups.append(
+            ExampleGroup(
+                topic,
+                partition,
+                tuple(texts),
+                lines,
+                tuple(e for e, _ in members),
+                near,
+                tuple(distances),
+            )
+        )
+    return groups

@@ -69,3 +69,61 @@ ANOMALY_HINTS: Final[dict[str, str]] = {
 def explain(name: str) -> str:
     """The one-sentence explanation of an anomaly (the name itself when unknown)."""
     return ANOMALY_TEXT.get(name, name.replace("_", " "))
+
+
+ANOMALY_NOUN: Final[dict[str, tuple[str, str]]] = {
+    "lost_acked": ("acknowledged write lost", "acknowledged writes lost"),
+    "lost_indeterminate": ("write of unknown outcome missing", "writes of unknown outcome missing"),
+    "unseen_by_group": ("record never delivered to the group", "records never delivered to the group"),
+    "expired_unread": (
+        "record expired before the group read it",
+        "records expired before the group read them",
+    ),
+    "duplicate_in_log": ("value written twice", "values written twice"),
+    "duplicate_delivery_after_rebalance": (
+        "value redelivered after a rebalance",
+        "values redelivered after a rebalance",
+    ),
+    "duplicate_delivery_other": (
+        "value redelivered without a rebalance",
+        "values redelivered without a rebalance",
+    ),
+    "poll_skip": ("record a consumer skipped", "records a consumer skipped"),
+    "nonmonotonic_poll": ("consumer step backwards", "consumer steps backwards"),
+    "reordered": ("value out of its key's order", "values out of their key's order"),
+    "nonmonotonic_send": ("acknowledgement at a lower offset", "acknowledgements at lower offsets"),
+    "inconsistent_offsets": ("offset holding two values", "offsets holding two values"),
+    "aborted_read": ("read of an aborted or failed write", "reads of aborted or failed writes"),
+    "precommitted_read": ("read before its transaction's commit", "reads before their transaction's commit"),
+    "unexpected": ("record this run never sent", "records this run never sent"),
+}
+"""Anomaly name -> what one instance is and what several are, in words (the story's sentences)."""
+
+ANOMALY_TIME: Final[dict[str, str]] = {
+    "lost_acked": "acknowledged",
+    "expired_unread": "acknowledged",
+    "nonmonotonic_send": "acknowledged",
+    "duplicate_delivery_after_rebalance": "delivered",
+    "duplicate_delivery_other": "delivered",
+    "poll_skip": "delivered",
+    "nonmonotonic_poll": "delivered",
+    "precommitted_read": "delivered",
+}
+"""Anomaly name -> what its examples' time is (docs/audit.md); every other anomaly's is the send."""
+
+GUARANTEE_PROMISE: Final[dict[str, str]] = {
+    "at_most_once": "never to write or deliver a value twice, at the price of losing some",
+    "at_least_once": "that every acknowledged write stays in the topic and reaches the consumer group at "
+    "least once (duplicates allowed)",
+    "idempotent": "that every acknowledged write stays in the topic exactly once and in each producer's "
+    "order (the group may still redeliver after a rebalance)",
+    "exactly_once": "that every acknowledged write is in the topic and processed exactly once, aborted "
+    "transactions never read",
+}
+"""Guarantee -> what it promises, as the object of "promised"."""
+
+
+def noun(name: str, count: int) -> str:
+    """``61 acknowledged writes lost`` (the anomaly's name itself when unknown)."""
+    one, many = ANOMALY_NOUN.get(name, (name.replace("_", " "), name.replace("_", " ")))
+    return f"{count:,} {one if count == 1 else many}"

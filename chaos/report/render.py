@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from chaos.gate.policy import AuditResult
     from chaos.report.evidence import SymptomMatch
+    from chaos.report.story import Story
     from chaos.report.timeline import FaultSpan, Timeline
     from chaos.run.evidence import Check, Evidence
     from chaos.run.terms import Verdict
@@ -162,7 +163,21 @@ def _environment() -> jinja2.Environment:
     env.filters["utc"] = format_utc
     env.filters["secs"] = format_seconds
     env.filters["num"] = format_number
+    env.filters["has_han"] = has_han
+    env.filters["event"] = _describe_event
     return env
+
+
+def has_han(text: str | None) -> bool:
+    """Whether ``text`` holds Chinese characters (CJK unified ideographs), so its element says ``lang="zh"``
+    and the browser picks a CJK font for it."""
+    return text is not None and any("\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" for ch in text)
+
+
+def _describe_event(line: Any) -> str:
+    from chaos.report.attribution import describe_event
+
+    return describe_event(line)
 
 
 def format_utc(ts: float | None) -> str:
@@ -496,13 +511,17 @@ def build_page(
                 )
 
     charts = timeline.charts if timeline is not None else ()
+    anomaly_rows = _anomaly_rows(audit, explain, spans, logs)
+    story = _story(summary, audit, anomaly_rows, spans, timeline, info, evidence)
     model = {
         "run_dir": str(path),
         "run_name": path.name,
         "info": info,
         "summary": summary,
         "audit": audit,
-        "anomaly_rows": _anomaly_rows(audit, explain, spans, logs),
+        "anomaly_rows": anomaly_rows,
+        "story": story,
+        "expectation": _expectation(summary.verdict, info),
         "consumer_view": _consumer_view(audit, timeline),
         "failing": failing,
         "missing": missing,
@@ -539,6 +558,47 @@ def build_page(
     return html, summary
 
 
+def _story(
+    summary: RunSummary,
+    audit: AuditResult | None,
+    anomaly_rows: list[dict[str, Any]],
+    spans: Sequence[FaultSpan],
+    timeline: Timeline | None,
+    info: ScenarioInfo | None,
+    evidence: Evidence | None,
+) -> Story:
+    """The story ("What happened", "What to change": :mod:`chaos.report.story`) from the page's facts."""
+    from chaos.report.story import StoryFacts, tell
+
+    return tell(
+        StoryFacts(
+            verdict=summary.verdict,
+            guarantee=summary.guarantee,
+            audit=audit,
+            groups={a["name"]: a["groups"] for a in anomaly_rows if a["status"] == "fails"},
+            spans=spans,
+            t0=timeline.t0 if timeline is not None else None,
+            mono0=timeline.mono0 if timeline is not None else None,
+            thresholds=info.thresholds if info is not None else (),
+            checks=evidence.checks if evidence is not None else (),
+            reasons=summary.reasons,
+            remediation=info.remediation if info is not None else (),
+        )
+    )
+
+
+def _expectation(verdict: str, info: ScenarioInfo | None) -> dict[str, Any]:
+    """Whether the run's verdict is what its variant expects: ``matches`` ``True`` / ``False``, ``None`` when
+    the expected verdict is not recorded (a run written before it, or a run without a variant)."""
+    variant = info.variant if info is not None else None
+    expected = info.expected_verdict if info is not None else None
+    return {
+        "matches": None if expected is None else verdict == expected,
+        "variant": variant,
+        "expected": expected,
+    }
+
+
 def _consumer_view(audit: AuditResult | None, timeline: Timeline | None) -> dict[str, Any]:
     """The availability section's consumer side: one row per partition (``topic-partition``, its longest
     stall, its longest handover) and whether a fault was active during the longest stall."""
@@ -564,7 +624,7 @@ def _anomaly_rows(
     (:func:`chaos.report.attribution.attribute`)."""
     if audit is None:
         return []
-    from chaos.report.attribution import attribute, partition_events
+    from chaos.report.attribution import attribute, group_examples, partition_events
 
     events: dict[str, list[Any]] = {}  # a topic's broker lines, read once
 
@@ -579,7 +639,7 @@ def _anomaly_rows(
     for name, report in audit.facts.anomalies:
         status = "fails" if name in audit.failed_by else ("expected" if report.count else "none")
         around = [
-            attribute(e, spans, events_of(e.topic)) if status == "fails" else None for e in report.examples
+            attribute(e, spans, events_of(e.topic) if status == "fails" else []) for e in report.examples
         ]
         out.append(
             {
@@ -588,6 +648,7 @@ def _anomaly_rows(
                 "status": status,
                 "text": explain(name),
                 "examples": list(zip(report.examples, around, strict=True)),
+                "groups": group_examples(list(zip(report.examples, around, strict=True))),
                 "more": report.count - len(report.examples),
                 "by_producer": report.by_producer if audit.streams else (),
             }

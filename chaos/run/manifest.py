@@ -20,6 +20,7 @@ from typing import Any, Final, Literal, get_args
 
 from chaos.run.events import ISOLATION_LEVELS
 from chaos.run.files import RunFileError, read_json_object, write_atomic
+from chaos.run.terms import VERDICTS
 
 SCENARIO_NAME: Final = "scenario.json"
 SCENARIO_FORMAT: Final = 1
@@ -314,6 +315,10 @@ class ScenarioInfo:
     source: str | None = None
     symptom: str | None = None
     guarantee: str | None = None
+    variant: str | None = None
+    expected_verdict: str | None = None
+    """The verdict the variant expects (``pass`` / ``fail`` / ``unknown``): a ``vulnerable`` variant expects
+    its guarantee to fail. ``None``: not recorded (a run written before it, or a run without a variant)."""
     client_profile: str | None = None
     producer_config: Settings = field(default_factory=dict)
     consumer_config: Settings = field(default_factory=dict)
@@ -351,6 +356,7 @@ class ScenarioInfo:
             "source",
             "symptom",
             "guarantee",
+            "variant",
             "client_profile",
             "time_profile",
             "nodeid",
@@ -361,6 +367,13 @@ class ScenarioInfo:
             _need(_opt_str(getattr(self, attr)), self, attr, "a str or null", getattr(self, attr))
         for attr in ("producer_config", "consumer_config", "broker_config"):
             object.__setattr__(self, attr, _settings(self, attr, getattr(self, attr)))
+        _need(
+            self.expected_verdict is None or self.expected_verdict in VERDICTS,
+            self,
+            "expected_verdict",
+            f"one of {', '.join(VERDICTS)} or null",
+            self.expected_verdict,
+        )
         _need(
             self.topic is None or isinstance(self.topic, TopicInfo), self, "topic", "a TopicInfo", self.topic
         )
@@ -428,6 +441,8 @@ class ScenarioInfo:
             "source": self.source,
             "symptom": self.symptom,
             "guarantee": self.guarantee,
+            "variant": self.variant,
+            "expected_verdict": self.expected_verdict,
             "client_profile": self.client_profile,
             "producer_config": dict(self.producer_config),
             "consumer_config": dict(self.consumer_config),

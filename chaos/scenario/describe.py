@@ -47,6 +47,8 @@ def describe_run(
         source=scenario.source,
         symptom=scenario.symptom,
         guarantee=variant.guarantee,
+        variant=variant.name,
+        expected_verdict=variant.expected_verdict,
         client_profile=variant.client_profile,
         producer_config=redact(variant.producer_config or {}),
         consumer_config=redact(variant.consumer_config or {}),

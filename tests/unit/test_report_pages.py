@@ -82,6 +82,25 @@ def test_banner_names_verdict_guarantee_and_what_failed(plain_html: str) -> None
     assert "anomaly lost_acked: 2" in banner
     assert "lost_indeterminate, duplicate_delivery_after_rebalance" in banner  # accepted, not failing
     assert "test failed" in banner
+    assert "The system broke the guarantee it claims: <strong>at_least_once</strong>" in banner
+    assert "Expected for this variant" in banner  # the sample's variant expects fail
+    assert '<span class="mono">vulnerable</span> expects fail' in banner
+
+
+def test_the_story_comes_first_and_examples_are_grouped_by_context(plain_html: str) -> None:
+    story = _text(_section(plain_html, 'id="story"', 'id="scenario"'))
+    assert "The audit found 2 acknowledged writes lost (lost_acked), which at_least_once forbids." in story
+    assert "Both are on chaos-sample-1, offsets 340–341, acknowledged t+21.0–21.1 s." in story
+    assert "They fall during network_cut broker-2 (t+20.0–32.0 s)." in story
+    assert "broker 1 shrank the ISR from [1,2,3] to [1,3]" in story
+    assert "Remove the dead node from bootstrap.servers" in story  # what to change
+    assert plain_html.index('id="story"') < plain_html.index('id="scenario"')
+    examples = _section(plain_html, 'id="examples-lost_acked"', 'id="examples-lost_indeterminate"')
+    assert examples.count('class="example-group"') == 1  # one partition, one fault, the same broker lines
+    assert examples.count("Shrinking ISR from 1,2,3 to 1,3") == 1  # shown once for both values
+    assert "offsets 340–341" in examples
+    assert '<blockquote class="symptom" lang="zh">' in plain_html
+    assert 'lang="en"' in plain_html
 
 
 def test_scenario_section_quotes_symptom_and_configuration(plain_html: str) -> None:

@@ -1,0 +1,202 @@
+"""The page's story ("What happened", "What to change"): every number, partition, offset and time it names is
+one of the facts it was given, in at most five sentences; a passing run is one sentence with its worst
+availability figure; an inconclusive one names the precondition that did not hold."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from chaos.audit.model import (
+    ANOMALIES,
+    AnomalyReport,
+    AuditFacts,
+    Availability,
+    Example,
+    Removal,
+    Totals,
+)
+from chaos.gate.policy import AuditResult, judge
+from chaos.report.attribution import attribute, describe_event, group_examples
+from chaos.report.evidence import LogLine
+from chaos.report.explain import ANOMALY_HINTS
+from chaos.report.story import StoryFacts, tell
+from chaos.report.timeline import FaultSpan
+from chaos.run.evidence import Check
+
+T0 = 1_800_000_000.0
+MONO0 = 500.0
+TOPIC = "t-isr2"
+LOST = range(44, 105)  # 61 acknowledged offsets only the old leader had
+
+
+def _span(fault: str, target: str, start: float, end: float | None) -> FaultSpan:
+    return FaultSpan(
+        fault,
+        target,
+        T0 + start,
+        None if end is None else T0 + end,
+        MONO0 + start,
+        None if end is None else MONO0 + end,
+        "{}",
+    )
+
+
+SPANS = (_span("replication_cut", "broker-1", 10.0, 30.0), _span("crash", "broker-2", 23.5, 31.0))
+LINES = (
+    LogLine(
+        "broker-2.log.gz",
+        10,
+        T0 + 17.0,
+        f"[Partition {TOPIC}-0 broker=2] Shrinking ISR from 2,1 to 2. Leader: (highWatermark: 44, "
+        "endOffset: 50). Out of sync replicas: (brokerId: 1, endOffset: 44).",
+    ),
+    LogLine(
+        "broker-1.log.gz",
+        20,
+        T0 + 30.2,
+        f"[Broker id=1] Leader {TOPIC}-0 with topic id Some(x) starts at leader epoch 1 from offset 39 with "
+        "partition epoch 3, high watermark 39, ISR [1], adding replicas [] and removing replicas [] .",
+    ),
+)
+
+
+def _judge(facts: AuditFacts) -> AuditResult:
+    return judge(facts, "at_least_once", "reference")
+
+
+def _lost(count: int, kept: range) -> AuditResult:
+    examples = tuple(
+        Example(f"r:p:{o}", TOPIC, 0, o, T0 + 20.0 + (o - 44) * 0.05) for o in kept
+    )  # acked from t+20.0 to t+23.0 s
+    reports = {name: AnomalyReport(0) for name in ANOMALIES}
+    reports["lost_acked"] = AnomalyReport(count, examples)
+    facts = AuditFacts(
+        "r",
+        tuple((n, reports[n]) for n in ANOMALIES),
+        Availability(6.5, MONO0 + 24.0, MONO0 + 30.5),
+        Totals(3000, 2900, 0, 100, 2839, 2839),
+    )
+    return _judge(facts)
+
+
+def _facts(audit: AuditResult, **more: object) -> StoryFacts:
+    report = audit.facts.anomaly("lost_acked")
+    pairs = [(e, attribute(e, SPANS, LINES)) for e in report.examples]
+    base = StoryFacts(
+        verdict=audit.verdict,
+        guarantee=audit.guarantee,
+        audit=audit,
+        groups={"lost_acked": group_examples(pairs)},
+        spans=SPANS,
+        t0=T0,
+        mono0=MONO0,
+        remediation=("Keep unclean.leader.election.enable=false.",),
+    )
+    return replace(base, **more)  # type: ignore[arg-type]
+
+
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"\d+(?:\.\d+)?", text))
+
+
+def test_a_loss_is_told_with_its_count_partition_offsets_times_faults_and_broker_events() -> None:
+    audit = _lost(61, LOST)
+    story = tell(_facts(audit))
+    said = " ".join(story.what_happened)
+    assert 1 <= len(story.what_happened) <= 5
+    assert all(s.endswith(".") for s in story.what_happened)
+    first, where, faults, events, promise = story.what_happened
+    assert first == "The audit found 61 acknowledged writes lost (lost_acked), which at_least_once forbids."
+    assert where == f"All 61 are on {TOPIC}-0, offsets 44–104, acknowledged t+20.0–23.0 s."
+    assert "during replication_cut broker-1 (t+10.0–30.0 s)" in faults
+    assert "0.5–3.5 s before crash broker-2 (t+23.5–31.0 s) began" in faults
+    assert "broker 2 shrank the ISR from [2,1] to [2] (high watermark 44, log end 50) at t+17.0 s" in events
+    assert "broker 1 became leader at epoch 1 from offset 39 (ISR [1]) at t+30.2 s" in events
+    assert promise.startswith("The claimed guarantee, at_least_once, promised that every acknowledged write")
+    # every partition it names is the examples' one; every number is a fact it was given
+    assert set(re.findall(rf"{TOPIC}-\d+", said)) == {f"{TOPIC}-0"}
+    given = {"61", "44", "104", "20.0", "23.0", "10.0", "30.0", "0.5", "3.5", "23.5", "31.0", "2", "1", "50"}
+    given |= {"17.0", "39", "30.2", "0"}
+    assert _numbers(said) <= given, _numbers(said) - given
+    assert story.what_to_change == (
+        "Keep unclean.leader.election.enable=false.",
+        ANOMALY_HINTS["lost_acked"],
+    )
+
+
+def test_when_the_audit_kept_fewer_examples_the_story_says_they_are_examples() -> None:
+    story = tell(_facts(_lost(61, range(44, 54))))
+    assert story.what_happened[1] == (
+        f"The 10 the audit kept as examples (of 61) are on {TOPIC}-0, offsets 44–53, "
+        "acknowledged t+20.0–20.5 s."
+    )
+
+
+def test_losses_on_several_partitions_name_each_with_its_count() -> None:
+    audit = _lost(4, range(44, 46))
+    other = (Example("r:p:x", TOPIC, 2, 7, T0 + 21.0), Example("r:p:y", TOPIC, 2, 9, T0 + 22.0))
+    report = audit.facts.anomaly("lost_acked")
+    anomalies = tuple(
+        (n, replace(r, examples=r.examples + other) if n == "lost_acked" else r)
+        for n, r in audit.facts.anomalies
+    )
+    audit = replace(audit, facts=replace(audit.facts, anomalies=anomalies))
+    assert len(report.examples) == 2
+    where = tell(_facts(audit)).what_happened[1]
+    assert where == (
+        f"They are on {TOPIC}-0 (2, offsets 44–45, acknowledged t+20.0 s) and {TOPIC}-2 (2, "
+        "offsets 7–9, acknowledged t+21.0–22.0 s)."
+    )
+
+
+def test_removals_by_the_log_policy_are_mentioned_as_not_loss() -> None:
+    audit = _lost(61, LOST)
+    removal = Removal(TOPIC, 1, "delete", 2000, -1, 86_400_000, 40, None, 40, 0, 0)
+    facts = replace(audit.facts, totals=replace(audit.facts.totals, expired=40), removals=(removal,))
+    story = tell(_facts(replace(audit, facts=facts)))
+    assert len(story.what_happened) == 5
+    assert story.what_happened[-1].endswith(
+        f"separately, the topics' log policy removed 40 records on purpose, which is not loss (40 expired, "
+        f"0 compacted: {TOPIC}-1 under retention.ms=2000)."
+    )
+
+
+def test_a_passing_run_is_one_sentence_with_its_worst_availability_figure() -> None:
+    audit = _lost(0, range(0))
+    assert audit.verdict == "pass"
+    story = tell(_facts(audit))
+    assert story.what_happened == (
+        "Passed: nothing at_least_once forbids happened to the 2,900 acknowledged writes; the worst "
+        "availability figure is 6.5 s without an acknowledgement (t+24.0–30.5 s, during replication_cut "
+        "broker-1, crash broker-2).",
+    )
+    assert story.what_to_change == ()
+
+
+def test_an_inconclusive_run_names_the_precondition_that_did_not_hold() -> None:
+    audit = _lost(0, range(0))
+    unmet = Check("precondition", "follower 1 leaves the ISR", False, "the ISR stayed [2, 1]")
+    story = tell(_facts(audit, verdict="unknown", checks=(Check("symptom", "x", True), unmet)))
+    assert story.what_happened == (
+        "Inconclusive: the case did not happen as planned — “follower 1 leaves the ISR” did not hold "
+        "(the ISR stayed [2, 1]), so the audit's verdict (pass) does not count.",
+    )
+    no_audit = tell(StoryFacts(verdict="unknown"))
+    assert "no audit result" in no_audit.what_happened[0]
+
+
+def test_broker_lines_are_said_in_words() -> None:
+    def said(*text: str, file: str = "broker-3.log.gz") -> str:
+        return describe_event(LogLine(file, 1, T0, "".join(text)))
+
+    unclean = said("[QuorumController id=1] UNCLEAN partition change for t-1 with topic ID x: ",
+                   "isr: [2] -> [3], leader: 2 -> 3")  # fmt: skip
+    assert unclean == "the controller elected broker 3 leader uncleanly (the previous leader: 2)"
+    truncated = said("[ReplicaFetcher replicaId=2, leaderId=3] Truncating partition t-1 with ",
+                     "TruncationState(offset=35, completed=true) due to leader epoch")  # fmt: skip
+    assert truncated == "broker 2 truncated its log to offset 35"
+    assert said("[UnifiedLog partition=t-1] Truncating to 35 ") == "broker 3 truncated its log to offset 35"
+    follower = said("[Broker id=2] Follower t-0 starts at leader epoch 1 from offset 39 with ",
+                    "partition epoch 1 and high watermark 0. Current leader is 1.")  # fmt: skip
+    assert follower == "broker 2 followed broker 1 at epoch 1 from offset 39"
