@@ -58,6 +58,8 @@ ensure_tools() {
   if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then missing+=(openjdk-17-jre-headless); fi
   command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)  # compiles the Java client worker
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # renders reports in the browser test
+  # the reports quote the seeds' Chinese symptoms: without a CJK font Chromium draws them as boxes
+  fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || missing+=(fonts-noto-cjk)
   if [[ ${#missing[@]} -gt 0 ]]; then apt_install "${missing[@]}"; fi
   command -v go >/dev/null 2>&1 || say "warning: Go (>= 1.23) is not on PATH; local toxiproxy/reaper images cannot be built"
 }

@@ -35,7 +35,26 @@ STALL_SHADE_S: Final = 1.0
 
 _FAULT_FILL: Final = "rgba(214, 39, 40, 0.13)"
 _STALL_FILL: Final = "rgba(31, 119, 180, 0.14)"
+_STALL_COLOR: Final = "#1f77b4"
 _STALL_TEXT: Final = "#1f4e99"
+FAULT_COLORS: Final = ("#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f")
+"""A fault kind's colour in every chart's window lane, by the kind's rank among the run's fault kinds."""
+PARTITION_COLORS: Final = (
+    "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
+    "#d62728",
+)  # fmt: skip
+"""A partition's colour, the same in the ISR and the leader chart."""
+FONT_FAMILY: Final = '"Noto Sans", "Noto Sans CJK SC", "DejaVu Sans", Arial, sans-serif'
+"""The charts' font: Latin first, then a CJK font, so a run's CJK text never draws as boxes."""
+
+LANE_ROW_PX: Final = 16
+"""The window lane above each chart: one row of this height per level of labels that would overlap."""
+LANE_MAX_ROWS: Final = 6
+LANE_ASSUMED_PLOT_PX: Final = 1000.0
+"""The plot width the lane packs its labels for (a 1280 px page draws ~1100 px; a narrower one hides the
+labels that would touch, in the page's script, and keeps them as hover text)."""
+LANE_CHAR_PX: Final = 6.2
+"""The width of one character of a 10 px label, generously (DejaVu Sans averages ~5.8 px)."""
 _COLORS: Final = {"ok": "#2ca02c", "fail": "#d62728", "info": "#ff7f0e"}
 _REBALANCE_SYMBOLS: Final = {"assign": "circle", "revoke": "triangle-down", "lost": "x"}
 
@@ -215,8 +234,9 @@ def _nearest_rank(values: list[float], percentile: int) -> float:
     return values[max(rank, 1) - 1]
 
 
-def _band(x0: float, x1: float, fill: str) -> dict[str, Any]:
-    """A shaded full-height band from ``x0`` to ``x1`` (at least 0.05 s wide), below the traces."""
+def _band(x0: float, x1: float, fill: str, top: float = 1.0) -> dict[str, Any]:
+    """A shaded band over the plot area (up to ``top``, in paper units) from ``x0`` to ``x1`` (at least
+    0.05 s wide), below the traces."""
     return {
         "type": "rect",
         "xref": "x",
@@ -224,7 +244,7 @@ def _band(x0: float, x1: float, fill: str) -> dict[str, Any]:
         "x0": x0,
         "x1": max(x1, x0 + 0.05),
         "y0": 0,
-        "y1": 1,
+        "y1": top,
         "fillcolor": fill,
         "line": {"width": 0},
         "layer": "below",
@@ -235,32 +255,18 @@ def _layout(
     axis: _Axis, spans: Sequence[FaultSpan], t0: float, yaxis: dict[str, Any], **extra: Any
 ) -> dict[str, Any]:
     shapes = []
-    annotations = []
     for s in spans:
         x0 = s.inject_ts - t0
         x1 = (s.heal_ts if s.heal_ts is not None else t0 + axis.duration) - t0
         shapes.append(_band(x0, x1, _FAULT_FILL))
-        label = plot_text(s.label) + ("" if s.heal_ts is not None else " (never healed)")
-        annotations.append(
-            {
-                "x": x0,
-                "y": 1,
-                "xref": "x",
-                "yref": "paper",
-                "text": label,
-                "showarrow": False,
-                "xanchor": "left",
-                "yanchor": "bottom",
-                "font": {"size": 10, "color": "#a61c1c"},
-            }
-        )
     layout: dict[str, Any] = {
         "height": 280,
         "margin": {"l": 60, "r": 20, "t": 28, "b": 40},
         "xaxis": {"range": [0, max(axis.duration, 1.0)], "ticksuffix": " s", "zeroline": False},
         "yaxis": yaxis,
         "shapes": shapes,
-        "annotations": annotations,
+        "annotations": [],
+        "font": {"family": FONT_FAMILY},
         "legend": {"orientation": "h", "y": -0.12, "yanchor": "top"},
         "hovermode": "closest",
         "paper_bgcolor": "white",
@@ -300,6 +306,7 @@ def build_timeline(table: pa.Table, consumer: Consumption | None = None) -> Time
         "chart-errors": _errors,
     }
     stalls = stall_spans(consumer, spans)
+    lane = lane_items(spans, stalls, t0, mono0, axis.duration)
     charts = []
     for chart_id, title, caption in _CHARTS:
         if chart_id == "chart-lag":
@@ -308,28 +315,135 @@ def build_timeline(table: pa.Table, consumer: Consumption | None = None) -> Time
             figure, empty = builders[chart_id](table, axis, spans, t0)
         if figure is not None:
             _shade_stalls(figure["layout"], stalls, mono0)
+            add_lane(figure, lane, axis.duration)
         charts.append(Chart(chart_id, title, caption, figure, empty))
     return Timeline(t0, t_end, mono0, spans, tuple(charts), kind_counts, stalls)
 
 
 def _shade_stalls(layout: dict[str, Any], stalls: Sequence[StallSpan], mono0: float) -> None:
-    """Add each consume stall to a chart's layout: a shaded band and its name (below the fault names)."""
+    """Add each consume stall to a chart's layout as a shaded band (its name is in the window lane)."""
     for stall in stalls:
         x0, x1 = stall.gap.start_mono - mono0, stall.gap.end_mono - mono0
         layout["shapes"].append(_band(x0, x1, _STALL_FILL))
-        layout["annotations"].append(
+
+
+@dataclass(frozen=True)
+class LaneItem:
+    """One window in the lane above a chart: a fault window or a consume stall, its row (labels in one
+    row never overlap at :data:`LANE_ASSUMED_PLOT_PX`), its colour, and whether its label is drawn (a
+    window beyond :data:`LANE_MAX_ROWS` rows is named by its hover text only)."""
+
+    x0: float
+    x1: float
+    label: str
+    kind: str
+    color: str
+    row: int
+    labelled: bool = True
+
+
+def _rgba(color: str, alpha: float) -> str:
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
+def lane_items(
+    faults: Sequence[FaultSpan],
+    stalls: Sequence[StallSpan],
+    t0: float,
+    mono0: float,
+    duration: float,
+) -> tuple[LaneItem, ...]:
+    """The fault windows, then the consume stalls, packed into rows: an item goes into the first row where
+    it begins after the previous item's bar and label end (label width estimated at
+    :data:`LANE_CHAR_PX` per character on a plot of :data:`LANE_ASSUMED_PLOT_PX`). A fault kind has the
+    same colour on every chart (:data:`FAULT_COLORS`), stalls theirs."""
+    kinds = sorted({f.fault for f in faults})
+    colors = {k: FAULT_COLORS[i % len(FAULT_COLORS)] for i, k in enumerate(kinds)}
+    raw: list[tuple[float, float, str, str, str]] = []
+    for f in faults:
+        x1 = (f.heal_ts if f.heal_ts is not None else t0 + duration) - t0
+        label = f.label + ("" if f.heal_ts is not None else " (never healed)")
+        raw.append((f.inject_ts - t0, x1, label, "fault", colors[f.fault]))
+    for st in stalls:
+        raw.append((st.gap.start_mono - mono0, st.gap.end_mono - mono0, st.label, "stall", _STALL_COLOR))
+    per_px = max(duration, 1.0) / LANE_ASSUMED_PLOT_PX
+    ends: list[float] = []
+    items = []
+    for x0, x1, label, kind, color in sorted(raw, key=lambda r: (r[3] != "fault", r[0])):
+        reach = max(x1, x0 + (len(label) * LANE_CHAR_PX + 8) * per_px)
+        row = next((i for i, end in enumerate(ends) if x0 >= end), None)
+        labelled = True
+        if row is None and len(ends) < LANE_MAX_ROWS:
+            row = len(ends)
+            ends.append(reach)
+        elif row is None:  # every row is taken here: the bar goes where it ends first, named on hover
+            row = min(range(len(ends)), key=lambda i: ends[i])
+            labelled = False
+            ends[row] = max(ends[row], x1)
+        else:
+            ends[row] = reach
+        items.append(LaneItem(x0, max(x1, x0 + 0.05), label, kind, color, row, labelled))
+    order = {(r[0], r[2]): i for i, r in enumerate(raw)}  # faults first, each in the run's order
+    return tuple(sorted(items, key=lambda it: order[(it.x0, it.label)]))
+
+
+def add_lane(figure: dict[str, Any], items: Sequence[LaneItem], duration: float) -> None:
+    """Draw ``items`` in a lane of their own above the plot area (its own hidden y axis, ``yaxis9``): a
+    coloured bar per window with its name on hover, and its label beside the bar in its row."""
+    if not items:
+        return
+    layout = figure["layout"]
+    rows = max(it.row for it in items) + 1
+    lane_px = rows * LANE_ROW_PX + 6
+    margin = layout["margin"]
+    plot_px = layout["height"] - margin["t"] - margin["b"]
+    layout["height"] += lane_px
+    top = plot_px / (plot_px + lane_px)
+    layout["yaxis"]["domain"] = [0, top]
+    for shape in layout["shapes"]:
+        shape["y1"] = top
+    layout["yaxis9"] = {
+        "domain": [top + 0.01, 1],
+        "range": [rows, 0],
+        "visible": False,
+        "fixedrange": True,
+    }
+    for it in items:
+        y0, y1 = it.row + 0.15, it.row + 0.85
+        figure["data"].append(
             {
-                "x": x0,
-                "y": 0.98,
-                "xref": "x",
-                "yref": "paper",
-                "text": plot_text(stall.label),
-                "showarrow": False,
-                "xanchor": "left",
-                "yanchor": "top",
-                "font": {"size": 10, "color": _STALL_TEXT},
+                "type": "scatter",
+                "mode": "lines",
+                "x": [it.x0, it.x1, it.x1, it.x0, it.x0],
+                "y": [y0, y0, y1, y1, y0],
+                "yaxis": "y9",
+                "fill": "toself",
+                "fillcolor": _rgba(it.color, 0.35),
+                "line": {"width": 1, "color": it.color},
+                "hoveron": "fills",
+                "hoverinfo": "text",
+                "text": plot_text(f"{it.label}: t+{it.x0:.1f}–{it.x1:.1f} s"),
+                "name": plot_text(it.label),
+                "showlegend": False,
             }
         )
+        if it.labelled:
+            layout["annotations"].append(
+                {
+                    "x": max(it.x0, 0.0),
+                    "y": it.row + 0.5,
+                    "xref": "x",
+                    "yref": "y9",
+                    "text": plot_text(it.label),
+                    "showarrow": False,
+                    "xanchor": "left",
+                    "yanchor": "middle",
+                    "xshift": 2,
+                    "font": {"size": 10, "color": "#a61c1c" if it.kind == "fault" else _STALL_TEXT},
+                    "captureevents": False,
+                }
+            )
 
 
 _CHARTS: Final = (
@@ -588,10 +702,10 @@ def _partition_series(
             "y": v["y"],
             "text": v["text"],
             "hoverinfo": "x+text",
-            "line": {"shape": "hv", "width": 1.5},
-            "marker": {"size": 3},
+            "line": {"shape": "hv", "width": 1.5, "color": PARTITION_COLORS[i % len(PARTITION_COLORS)]},
+            "marker": {"size": 3, "color": PARTITION_COLORS[i % len(PARTITION_COLORS)]},
         }
-        for (topic, part), v in series.items()
+        for i, ((topic, part), v) in enumerate(series.items())
     ]
     return traces, len(keys) - len(shown)
 

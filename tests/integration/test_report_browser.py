@@ -210,6 +210,48 @@ def test_scenario_page_renders_every_chart_without_console_errors(page: Page, ro
     page.screenshot(screenshot_dir() / "scenario-page.png")
 
 
+def test_the_story_leads_and_window_labels_never_overlap(page: Page, root: Path) -> None:
+    """ "What happened" comes right after the banner; each chart's window lane draws its labels apart."""
+    page.open(
+        (root / "runs" / "pb1-hostile" / "report.html").as_uri(),
+        "document.body.getAttribute('data-charts-rendered') !== null",
+    )
+    order = page.evaluate("[...document.querySelectorAll('main > section, main > h2')].map(e => e.id)")
+    assert order[:2] == ["verdict", "story"], order
+    assert "The audit found 2 acknowledged writes lost" in page.evaluate(
+        "document.querySelector('#story').innerText"
+    )
+    overlaps = page.evaluate(
+        """[...document.querySelectorAll('.chart')].map(chart => {
+             const boxes = [...chart.querySelectorAll('g.annotation')]
+               .filter(a => a.style.display !== 'none').map(a => a.getBoundingClientRect());
+             return boxes.filter((a, i) => boxes.slice(i + 1).some(b =>
+               a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)).length;
+           })"""
+    )
+    assert len(overlaps) == len(CHART_IDS)
+    assert not any(overlaps), overlaps
+
+
+def test_a_quoted_seed_line_in_chinese_is_drawn_with_a_cjk_font(page: Page, root: Path) -> None:
+    """The seed's symptom is quoted in Chinese: the page says its language, and Chromium draws every Han
+    character of it with a CJK font (Debian's fonts-noto-cjk), not as missing-glyph boxes."""
+    page.open((root / "runs" / "pb1-hostile" / "report.html").as_uri(), "document.readyState === 'complete'")
+    assert page.evaluate("document.documentElement.lang") == "en"
+    assert page.evaluate("document.querySelector('blockquote.symptom').lang") == "zh"
+    text = page.evaluate("document.querySelector('blockquote.symptom').textContent")
+    han = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    assert han >= 10
+    page.call("DOM.enable")
+    page.call("CSS.enable")
+    document = page.call("DOM.getDocument", depth=-1)
+    node = page.call("DOM.querySelector", nodeId=document["root"]["nodeId"], selector="blockquote.symptom")
+    fonts = page.call("CSS.getPlatformFontsForNode", nodeId=node["nodeId"])["fonts"]
+    cjk = [f for f in fonts if "CJK" in f["familyName"]]
+    assert cjk, f"no CJK font drew the seed's symptom (fonts: {fonts}); install Debian's fonts-noto-cjk"
+    assert sum(f["glyphCount"] for f in cjk) >= han, fonts
+
+
 def test_index_and_crashed_run_render(page: Page, root: Path) -> None:
     page.errors.clear()
     page.open((root / "index.html").as_uri(), "document.readyState === 'complete'")
