@@ -202,6 +202,8 @@ SELECT
   (SELECT count(*) FILTER (WHERE status = 'indeterminate') FROM status) AS indeterminate,
   (SELECT count(*) FROM recs) AS log_records,
   (SELECT count(*) FROM deliv) AS deliveries,
+  0 AS expired,  -- the benchmark's topics have no log policy: nothing is removed on purpose
+  0 AS compacted,
   (SELECT count(*) FILTER (WHERE NOT in_log AND status = 'acked') FROM per_value) AS lost_acked,
   (SELECT count(*) FILTER (WHERE NOT in_log AND status = 'indeterminate') FROM per_value)
     AS lost_indeterminate,

@@ -237,9 +237,9 @@ def to_spark(spark: SparkSession, run_dir: RunDirLike, *, kinds: Iterable[str] |
         if missing:
             from pyspark.sql import functions as F
 
-            df = df.withColumns(
-                {f.name: F.lit(None).cast(_spark_type(f.type)) for f in missing}
-            ).select(*ARROW_SCHEMA.names)
+            df = df.withColumns({f.name: F.lit(None).cast(_spark_type(f.type)) for f in missing}).select(
+                *ARROW_SCHEMA.names
+            )
     else:
         df = arrow_to_spark(spark, load_history(rd).table)
     if kinds is not None:

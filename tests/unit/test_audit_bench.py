@@ -95,6 +95,8 @@ def test_yardstick_and_reference_agree_end_to_end(tmp_path: Path) -> None:
         "indeterminate": 0,
         "log_records": RECORDS,
         "deliveries": RECORDS,
+        "expired": 0,
+        "compacted": 0,
     }
     assert figures["anomalies"] == dict.fromkeys(COUNTS, 0)
     [window] = figures["ack_latency"]  # the generator's one fault window, split in three
@@ -227,6 +229,8 @@ def test_yardstick_counts_planted_anomalies(tmp_path: Path) -> None:
         "indeterminate": 0,
         "log_records": RECORDS,
         "deliveries": RECORDS + 1,
+        "expired": 0,
+        "compacted": 0,
     }
     assert figures["anomalies"] == {
         "lost_acked": 1,

@@ -26,12 +26,14 @@ from chaos.history import (
     Event,
     FaultEvent,
     InvalidEvent,
+    LogStart,
     PartitionOffset,
     PartitionState,
     ProbeCall,
     Rebalance,
     SendInvoke,
     SendOutcome,
+    TopicPolicy,
     TxnMarker,
     json_text,
     kind_columns,
@@ -60,6 +62,7 @@ def sample_events(run: str = RUN) -> list[Event]:
             seq=0,
             topic="chaos",
             key="k0",
+            tombstone=True,
         ),
         SendInvoke(
             run_id=run,
@@ -272,6 +275,16 @@ def sample_events(run: str = RUN) -> list[Event]:
             outcome="ok",
             value_ids=(_vid(2, "txn-worker-0", run),),
         ),
+        TopicPolicy(
+            run_id=run,
+            process="scenario",
+            topic="chaos",
+            cleanup_policy="compact,delete",
+            retention_ms=5000,
+            retention_bytes=-1,
+            delete_retention_ms=86_400_000,
+        ),
+        LogStart(run_id=run, process="scenario", topic="chaos", partition=0, offset=200, action="deleted"),
     ]
 
 

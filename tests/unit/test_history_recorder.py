@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,25 @@ def test_round_trip_every_kind_through_parquet(tmp_path: Path) -> None:
     assert loaded.run_id == RUN
     assert loaded.table.schema.remove_metadata() == ARROW_SCHEMA
     assert loaded.table["index"].to_pylist() == list(range(len(events)))
+    assert read_events(tmp_path) == events
+
+
+def test_a_version_1_parquet_history_reads_with_the_later_columns_null(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+
+    events = [e for e in sample_events() if e.kind not in ("topic_policy", "log_start")]
+    events = [replace(e, tombstone=None) if isinstance(e, SendInvoke) else e for e in events]
+    with Recorder(tmp_path, RUN) as recorder:
+        recorder.record_many(events)
+    path = RunDir.of(tmp_path).parquet_path
+    table = pq.read_table(path)
+    added = ("tombstone", "cleanup_policy", "retention_ms", "retention_bytes", "delete_retention_ms")
+    old = table.drop_columns(list(added))
+    meta = {**(table.schema.metadata or {}), b"chaos.history.schema_version": b"1"}
+    pq.write_table(old.replace_schema_metadata(meta), path)
+    loaded = load_history(tmp_path)
+    assert loaded.schema_version == 1
+    assert loaded.table.schema.remove_metadata() == ARROW_SCHEMA
     assert read_events(tmp_path) == events
 
 
@@ -400,6 +420,7 @@ class _FakeFrame:
     def __init__(self, source: str, data: Any) -> None:
         self.source, self.data = source, data
         self.filters: list[tuple[str, list[str]]] = []
+        self.columns = list(ARROW_SCHEMA.names)  # a file of the current version: nothing to add
 
     def __getitem__(self, name: str) -> _FakeColumn:
         return _FakeColumn(name)

@@ -126,7 +126,7 @@ class FakeProducer:
         if self.begins and (error := self.begins.pop(0)) is not None:
             raise error
 
-    def produce(self, topic: str, value: bytes, key: bytes, on_delivery: Any) -> None:
+    def produce(self, topic: str, value: bytes, key: bytes, on_delivery: Any, headers: Any = None) -> None:
         self.calls.append("produce")
         self.queue.append((value, on_delivery))
 
@@ -330,8 +330,10 @@ def test_a_stop_commits_the_open_transaction_with_what_it_sent(fake: FakeProduce
     events: list[Event] = []
     original = fake.produce
 
-    def produce_then_stop(topic: str, value: bytes, key: bytes, on_delivery: Any) -> None:
-        original(topic, value, key, on_delivery)
+    def produce_then_stop(
+        topic: str, value: bytes, key: bytes, on_delivery: Any, headers: Any = None
+    ) -> None:
+        original(topic, value, key, on_delivery, headers)
         if value.endswith(b":1"):
             stop.set()
 
