@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup provision chaos test lint smoke bench clean reliability spark-cluster matrix platforms
+.PHONY: setup provision chaos test lint smoke bench clean reliability spark-cluster matrix platforms docs
 
 setup:
 	@scripts/setup.sh
@@ -26,12 +26,12 @@ chaos: provision
 ## Lint, type-check and run the whole test suite — the unit tests first, in a process (and Spark JVM) of
 ## their own, then the real-cluster tests (their runs audited by the reference engine:
 ## tests/integration/conftest.py; the audit on a Spark standalone cluster, chaos audit and spark-submit,
-## included) — plus one real scenario run whose incident report is checked (issue 7's acceptance: ISR2's
+## included) — plus one real scenario run whose incident report is checked (ISR2's
 ## vulnerable variant, audited by Spark, the session's engine); then every page of the
 ## session's real report tree in headless Chromium (skipped in the first run, which has no tree yet);
 ## then the official-image path through a local registry as a non-root user (tests/platforms, ≈ 1.5 min
 ## warm; also `make platforms`), then the faster half of the reliability suite (the rest — kill -9 x10,
-## Ctrl-C, two sessions and the iptables cycles — in `make reliability`: README, "Reliability").
+## Ctrl-C, two sessions and the iptables cycles — in `make reliability`: docs/reference.md).
 REPORT_CHECK := scenarios/test_isr2_lost_isr.py::test_isr2[vulnerable]
 SPARK_CLUSTER := tests/integration/test_spark_standalone.py
 RELIABILITY_CI := $(addprefix tests/reliability/,test_bad_input_matrix.py test_reaper_trust.py \
@@ -44,6 +44,10 @@ test: provision lint
 	$(BIN)/pytest -q -p no:cacheprovider tests/platforms
 	$(BIN)/pytest -q -p no:cacheprovider -m reliability $(RELIABILITY_CI)
 
+## docs/scenarios.md from the scenario modules' docstrings (scripts/scenarios_doc.py).
+docs:
+	python3 scripts/scenarios_doc.py
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -52,12 +56,12 @@ lint: setup
 clean: setup
 	$(BIN)/chaos clean
 
-## The harness's own reliability (issue 16): kill -9, SIGTERM, Ctrl-C, two sessions, a full disk, the
-## reaper's trust, bad input — real containers, real signals, minutes per test (README, "Reliability").
+## The harness's own reliability: kill -9, SIGTERM, Ctrl-C, two sessions, a full disk, the
+## reaper's trust, bad input — real containers, real signals, minutes per test (docs/reference.md, "Reliability").
 reliability: provision
 	$(BIN)/pytest -m reliability tests/reliability $(PYTEST_ARGS)
 
-## The official-image path on this machine (issue 20, docs/platforms.md): a registry built from the Go module
+## The official-image path on this machine (docs/platforms.md): a registry built from the Go module
 ## proxy on 127.0.0.1, the local images pushed under their official names, the smoke test and one scenario
 ## as a non-root user with CHAOS_IMAGES=official and no build tool callable; auto's fallback on a registry
 ## that never answers. Creates the user chaos-nonroot (docker group) when run as root.

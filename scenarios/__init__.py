@@ -1,1 +1,1 @@
-"""Chaos scenarios: one pytest file per CATALOG.md case, marked ``chaos`` (run with ``pytest -m chaos``)."""
+"""Chaos scenarios: one pytest file per case of docs/catalog.md, marked ``chaos`` (``pytest -m chaos``)."""

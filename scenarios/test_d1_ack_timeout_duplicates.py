@@ -1,13 +1,14 @@
 """D1 `producer_ack_timeout_retry_duplicates` — a lost ack makes a retrying producer write a record twice.
 
-CATALOG.md 3 D1 (seed 000 § 3 ``Acks``和``Retries`` › 3.2 Demo, § 4 幂等写 › 4.2; 004 comment
+docs/catalog.md 3 D1 (seed 000 § 3 ``Acks``和``Retries`` › 3.2 Demo, § 4 幂等写 › 4.2; 004 comment
 "使用幂等producer").
 The seed set ``request.timeout.ms=1`` on a Java producer (acks=all, retries=3) so that it gave up on each
 ack before it arrived and retried: "Got error produce response … retrying (2 attempts left). Error:
 NETWORK_EXCEPTION", and the consumer saw the record 4 times; with ``enable.idempotence=true`` it saw it
 once although the producer retried three times.
 
-librdkafka: ``request.timeout.ms`` is the *broker's* ack timeout, not a client timer (CATALOG [ck]), so the
+librdkafka: ``request.timeout.ms`` is the *broker's* ack timeout, not a client timer (docs/catalog.md,
+"Sources": [ck]), so the
 lost ack is made by the network instead: a Toxiproxy **latency** toxic on the **downstream** (response)
 path of the partition leader's client proxy, longer than the producer's ``socket.timeout.ms``. Requests
 still reach the broker at once (upstream untouched) and are appended; their responses arrive too late.

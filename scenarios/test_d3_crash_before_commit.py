@@ -1,6 +1,6 @@
 """D3 `consumer_crash_after_process_before_commit` — a consumer killed between processing and commit.
 
-CATALOG.md 3 D3 (003 § 7 (1) 重复消费问题 and § Consumer API (3); 001 "先执行成功，最后commit，
+docs/catalog.md 3 D3 (003 § 7 (1) 重复消费问题 and § Consumer API (3); 001 "先执行成功，最后commit，
 但是commit失败，重复消息"; 002 § 4.1.2 ``insertIntoDb(buffer); consumer.commitSync();``).
 The seed: "如果直接 kill 消费者进程然后再重启，就导致 consumer 有些消息处理了，但是没来得及提交 offset。
 等重启之后，少数消息就会再次消费一次".

@@ -1,6 +1,6 @@
 """ISR2 / L4 — lost ISR: a follower falls out of the ISR, the leader crashes, the stale follower takes over.
 
-CATALOG.md 1B ISR2 `isr_last_replica_down_partition_offline` (seed 002 › 场景4) and 2 L4
+docs/catalog.md 1B ISR2 `isr_last_replica_down_partition_offline` (seed 002 › 场景4) and 2 L4
 `unclean_leader_election_loss` (003 § 6, 004 § 最佳实践 4). The seed stopped brokers too fast: the only
 in-sync replica went down, the returning stale broker could not lead ("Failed to elect leader …"), the
 partition stayed unavailable. With ``unclean.leader.election.enable=true`` the stale replica *does* lead,
@@ -35,7 +35,7 @@ Variants (every producer retries 10 times; every variant claims at-least-once):
 - ``unclean_off`` — the seed's own defaults: ``unclean…=false``, ``min.insync.replicas=1``, ``acks=1``. The
   partition is **offline** (no leader) from L's fencing until L returns; no loss, verdict **pass**.
 
-Measured (docs/scenarios.md): F leaves the ISR 6–9 s after the cut; L is fenced 5–7 s after its crash.
+Measured (docs/measurements.md): F leaves the ISR 6–9 s after the cut; L is fenced 5–7 s after its crash.
 ``vulnerable`` elects F (unclean) at the fencing and loses the ~3 s of writes L alone acknowledged;
 ``remediated`` acknowledges nothing while the ISR holds one replica and — Kafka 4.1's Eligible Leader
 Replicas (KIP-966, on by default) — F, removed from the ISR while it was at ``min.insync.replicas``, is

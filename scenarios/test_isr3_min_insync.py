@@ -1,6 +1,6 @@
 """ISR3 `isr_below_min_insync_writes_rejected` — RF = min.insync.replicas: one broker down stops the writes.
 
-CATALOG.md 1B ISR3 (003 § 6(3)(2)–(3); 004 § 最佳实践 5–7 and the reply "如果都是2，挂掉一个副本，
+docs/catalog.md 1B ISR3 (003 § 6(3)(2)–(3); 004 § 最佳实践 5–7 and the reply "如果都是2，挂掉一个副本，
 producer也就无法写入了，因为不满足min.insync.replicas的要求了" — if both are 2 and one replica dies, the
 producer can't write;
 003 "如果两者相等，那么只要有一个副本挂机，整个分区就无法正常工作了"). The seed's rule: ``replication.factor =

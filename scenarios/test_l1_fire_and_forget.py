@@ -1,6 +1,7 @@
 """L1 `producer_fire_and_forget_loss` — fire-and-forget sends lose records during a leader failure, silently.
 
-CATALOG.md 2 L1 (004 § "消息丢失"案例 › 案例1; 003 § 6(1); 004 § 最佳实践 1 and 3): ``producer.send(msg)``
+docs/catalog.md 2 L1 (004 § "消息丢失"案例 › 案例1; 003 § 6(1); 004 § 最佳实践 1 and 3):
+``producer.send(msg)``
 without a callback; "网络抖动，导致消息压根就没有发送到Broker端" (network jitter: the message never
 reaches the broker) — "如果出现消息丢失，我们是无法知晓的" (if a message is lost we can't know).
 

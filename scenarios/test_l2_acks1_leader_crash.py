@@ -1,6 +1,7 @@
 """L2 `producer_acks1_leader_crash_before_replication` — acks=1 writes die with the leader before replication.
 
-CATALOG.md 2 L2 (000 § 3.1(1): "如果`Leader`在ACK之后立即失效、同时`Follower`还没有复制记录，这条记录会丢失"
+docs/catalog.md 2 L2 (000 § 3.1(1):
+"如果`Leader`在ACK之后立即失效、同时`Follower`还没有复制记录，这条记录会丢失"
 — if the leader fails right after acking and the followers have not copied the record, it is lost; 000
 § 3.2; 001 同步机制 2 "主备切换可能丢数据"; 003 § 6(3)). No unclean election is involved: the followers stay
 in the ISR, the election is clean, and acknowledged records still disappear.

@@ -1,6 +1,6 @@
 """L6 `consumer_commit_before_process_crash` — offsets committed before processing; a crash skips the rest.
 
-CATALOG.md 2 L6 (003 § 6(2): "消息实际上并没有被消费，但是 offset 却被自动提交了" — the message was not
+docs/catalog.md 2 L6 (003 § 6(2): "消息实际上并没有被消费，但是 offset 却被自动提交了" — the message was not
 really consumed but its offset was auto-committed; 003 § Consumer API 2(3) "先提交 offset 后消费，有可能造成
 数据的漏消费"; 004 案例2; 001 "先commit，但执行失败，消息丢失"; 002 § 4.1.2). With librdkafka the trap is
 ``enable.auto.offset.store=true`` (the default): an offset is *stored* as soon as ``consume()`` returns the

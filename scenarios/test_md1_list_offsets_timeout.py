@@ -1,6 +1,7 @@
 """MD1 `md_list_offsets_times_out_request_timeout` — end offsets through a slow leader time out.
 
-CATALOG.md 1C MD1 (seed 002 § Troubleshooting › 造成kafka client端程序读取 metadata 超过默认 30s 抛错, the
+docs/catalog.md 1C MD1 (seed 002 § Troubleshooting › 造成kafka client端程序读取 metadata 超过默认 30s 抛错,
+the
 heading and its lead-in). The Java doc the seed quotes: ``endOffsets(...)`` throws ``TimeoutException`` "if
 the offset metadata could not be fetched before the amount of time allocated by request.timeout.ms
 expires"; the seed's restore (``endOffsets(tp) - 2`` → ``assign`` → ``seek`` → ``poll``) failed with

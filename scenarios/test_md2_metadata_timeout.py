@@ -1,6 +1,7 @@
 """MD2 `md_partitions_for_default_api_timeout_60s` — topic metadata for an uncached topic times out.
 
-CATALOG.md 1C MD2 (seed 002 § Troubleshooting › 造成kafka client端程序读取 metadata 超过默认 1分钟 抛错). The
+docs/catalog.md 1C MD2 (seed 002 § Troubleshooting › 造成kafka client端程序读取 metadata 超过默认 1分钟 抛错).
+The
 seed's client called ``partitionsFor(topic)`` for a topic it had no metadata for while the metadata path was
 faulted, and got ``TimeoutException`` "if the offset metadata could not be fetched before the amount of time
 allocated by default.api.timeout.ms expires" (60 s by default, "默认 1分钟").

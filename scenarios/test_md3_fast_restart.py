@@ -1,6 +1,7 @@
 """MD3 `md_fast_client_restart_metadata_timeout` — a client restarted inside its old member's session.
 
-CATALOG.md 1C MD3 (seed 002 › 场景5: "跟前面类似，只不过这次是kafka客户端启停太快"). Broker 2's network was
+docs/catalog.md 1C MD3 (seed 002 › 场景5: "跟前面类似，只不过这次是kafka客户端启停太快"). Broker 2's network
+was
 cut; the client was stopped at ~17:13:51 and started again ~26 s later, inside the old member's session. The
 coordinator removed the old member only on heartbeat expiration ("Member consumer-2-… has failed, removing
 it from the group … reason: removing member … on heartbeat expiration") — so the old client had not left

@@ -1,6 +1,6 @@
 """MPI1 — processing slower than ``max.poll.interval.ms``: the member leaves, its batch is redelivered.
 
-CATALOG.md 1D MPI1 `mpi_slow_rebalance_recovery_leaves_group` (seed 002 § "This member will leave the
+docs/catalog.md 1D MPI1 `mpi_slow_rebalance_recovery_leaves_group` (seed 002 § "This member will leave the
 group because consumer poll timeout has expired"), with D8 (reprocessing after a rejected commit).
 docs/max-poll-interval.md measured what trips the interval in librdkafka: processing *between* polls does;
 a slow ``on_assign`` alone does not. This scenario replays the processing case, which is the one both

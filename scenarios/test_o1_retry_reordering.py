@@ -1,6 +1,7 @@
 """O1 `retry_reordering_max_in_flight` — a non-idempotent producer's retries reorder a key's records.
 
-CATALOG.md 4 O1 (seed 000 § 4.2 配置: ``max.in.flight.requests.per.connection`` "配置值不应超过5，值大于1时
+docs/catalog.md 4 O1 (seed 000 § 4.2 配置: ``max.in.flight.requests.per.connection``
+"配置值不应超过5，值大于1时
 能增加吞吐量，但是会导致下游收到的数据乱序"; 001 "2 消息乱序"). librdkafka's own documentation: "retrying may
 cause reordering unless enable.idempotence is set to true".
 

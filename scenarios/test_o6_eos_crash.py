@@ -1,6 +1,6 @@
 """O6 `eos_consume_transform_produce_crash` — exactly-once consume-transform-produce survives a crash.
 
-CATALOG.md 4 O6 (seed 002 § 4.3 / 4.3.1 依赖 interal offset, exactly-once: "对于atomic-read-process-write
+docs/catalog.md 4 O6 (seed 002 § 4.3 / 4.3.1 依赖 interal offset, exactly-once: "对于atomic-read-process-write
 需要Producer提交offset"; example 2: ``transactional.id``, ``isolation.level=read_committed``,
 beginTransaction → send → sendOffsetsToTransaction → commitTransaction).
 
@@ -11,7 +11,7 @@ the output; ``session.timeout.ms`` 6 s. The audit reads the **output** (the run'
 ``read_committed`` only: that is the application's result.
 
 Timeline: the transformer commits two batches; in its third it produces the batch, flushes it (the
-records are in the output log), and SIGKILLs itself before committing (CATALOG: "between send and
+records are in the output log), and SIGKILLs itself before committing (docs/catalog.md: "between send and
 commitTransaction"); a new transformer with the same name (same ``transactional.id``) starts at once,
 gets the partitions when the dead member's session expires, and processes everything from the last
 committed input offsets; wait until every input was delivered and the transformer is idle; drain the

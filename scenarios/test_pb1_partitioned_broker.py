@@ -1,11 +1,11 @@
 """PB1 `pb_cut_one_broker_then_start_client` — a broker's network is cut, then a client starts and restores.
 
-CATALOG.md 1A PB1 (seed 002 § Troubleshooting › 场景3). The seed's client restored its state on start:
+docs/catalog.md 1A PB1 (seed 002 § Troubleshooting › 场景3). The seed's client restored its state on start:
 per partition a temporary consumer ran ``endOffsets(tp) - 2`` → ``assign`` → ``seek`` → ``poll(10 s)``; with
 broker 2's host cut off the network, random partitions failed with ``TimeoutException: Failed to get
 offsets by times in 30000ms``; a *killed* broker with its host still up did not cause it.
 
-What really happens with librdkafka and KRaft (measured here; docs/scenarios.md has the numbers):
+What really happens with librdkafka and KRaft (measured here; docs/measurements.md has the numbers):
 
 - a new librdkafka client connects to every bootstrap broker at once and uses whichever answers, so a cut
   broker in ``bootstrap.servers`` does **not** hang the client's start (unlike the seed's Java client):
@@ -41,7 +41,7 @@ duration against the timeout passed) and the restore client's ``client_log`` lin
 timeline gives ``long_timeout``'s precondition (the failover happened while the call waited).
 
 Ratios: T < broker session timeout for ``vulnerable``/``crash`` (the restore runs inside the failover
-window); T > it for ``long_timeout``. ``faithful``: session 9 s, T 4.5 s / 18 s.
+window); T > it for ``long_timeout``. ``faithful``: session timeout 9 s, T 4.5 s / 18 s.
 """
 
 from __future__ import annotations

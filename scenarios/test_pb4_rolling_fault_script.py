@@ -1,6 +1,7 @@
 """PB4 `pb_rolling_fault_script` — the seed's own continuous test script, end to end.
 
-CATALOG.md 1A PB4 (seed 002 › 场景4 › "重新设计连续测试场景"). The script, verbatim: ``borker 0 1 2 alive:
+docs/catalog.md 1A PB4 (seed 002 › 场景4 › "重新设计连续测试场景"). The script, verbatim: ``borker 0 1 2
+alive:
 start client, test`` → ``kill 2(both zookeeper&kafka), borker 0 1 alive: test, restart client, test`` →
 ``resume 2, borker 0 1 2 alive: test, restart client, test`` → ``shutdown network for borker 2, borker 0 1
 alive: test, restart client, test``. The seed's timing rule, learnt the hard way: "启停kafka服务操作时不要动作

@@ -3,7 +3,7 @@
 Ports are drawn below the kernel's ephemeral range. Toxiproxy listens inside its container on the same
 port numbers the host publishes, and Docker's embedded DNS server listens on a random *ephemeral* port
 inside every container on a user-defined network (``127.0.0.11:<port>``): a proxy given that number
-cannot bind (`.ci/run`, session 25: "listen tcp 0.0.0.0:34015: bind: address already in use"). Below the
+cannot bind (seen in `.ci/run`: "listen tcp 0.0.0.0:34015: bind: address already in use"). Below the
 range, neither that server nor an outgoing connection on the host is ever handed a chosen port.
 
 A port is free when chosen, then released before Docker binds it: another process can take it in between.

@@ -281,7 +281,7 @@ def describe_group(host: str, port: int, group: str, timeout_s: float = 5.0) -> 
     """DescribeGroups v1 for ``group``, asked of the broker at ``host:port`` (its coordinator, else error 16).
 
     The AdminClient's ``describe_consumer_groups`` is avoided on purpose: when its requests time out (a
-    faulted or starved broker) librdkafka can abort the process (librdkafka issue 4605, assertion
+    faulted or starved broker) librdkafka can abort the process (librdkafka#4605, assertion
     ``eonce->refcnt > 0``, seen here twice); a socket request fails with an exception instead.
     """
     correlation = next(_correlation)

@@ -40,7 +40,7 @@ def heal_all(
         cluster.toxiproxy.reset()
         # the reset undid whatever Toxiproxy fault could not heal itself: record those healed by it
         actions += [f"healed {f!r} by Toxiproxy's reset" for f in forget_proxy_faults(cluster, RESET_NOTE)]
-    except Exception:  # a wedged link (Toxiproxy issue 558) blocks the reset too: start Toxiproxy afresh
+    except Exception:  # a wedged link (Toxiproxy#558) blocks the reset too: start Toxiproxy afresh
         try:
             restart_toxiproxy(cluster)
             actions.append("restarted Toxiproxy")

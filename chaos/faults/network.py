@@ -32,7 +32,7 @@ Shapes:
 * ``ReplicationCut(f, l)`` — follower f cannot fetch from leader l; quorum and client paths stay open, so f
   silently leaves l's ISR. With three combined broker/controller nodes, a full cut of the follower plus a
   crash of the leader would leave one voter of three — no quorum, so no ISR change, no fencing and no
-  election could be observed (CATALOG ISR2/L4 need all three).
+  election could be observed (docs/catalog.md ISR2/L4 need all three).
 """
 
 from __future__ import annotations

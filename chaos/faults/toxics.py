@@ -7,7 +7,7 @@ Directions: ``downstream`` (broker → caller, i.e. responses), ``upstream`` (ca
 ``both``. Toxics are applied with toxicity 1.0; any randomness is drawn by the
 harness (the plan), never by Toxiproxy, whose ``-seed`` does not reach toxics.
 
-When removing a toxic fails (a link wedged by Toxiproxy issue 558 blocks the removal), its heal restarts
+When removing a toxic fails (a link wedged by Toxiproxy#558 blocks the removal), its heal restarts
 Toxiproxy (:func:`restart_toxiproxy`), which removes every toxic and enables every proxy of the cluster.
 The other Toxiproxy faults still active on the cluster are then *recorded healed at that moment* with the
 note "healed by a Toxiproxy restart", whichever log they record into — not re-applied: that is what
@@ -207,7 +207,7 @@ class Toxic(_ProxyFault):
             try:
                 self.cluster.toxiproxy.remove_toxic(proxy, name)
             except ToxiproxyError as exc:
-                # A wedged link (Toxiproxy issue 558) never lets the removal return: start Toxiproxy afresh.
+                # A wedged link (Toxiproxy#558) never lets the removal return: start Toxiproxy afresh.
                 others = restart_toxiproxy(self.cluster, cause=self)
                 self._applied.clear()
                 self.note(

@@ -42,7 +42,7 @@ FATAL: Final[dict[str, frozenset[str]]] = {
     "exactly_once": frozenset(ANOMALIES) - {"lost_indeterminate"},
 }
 """Guarantee -> anomalies that fail the verdict. Every other anomaly is reported as expected.
-``lost_indeterminate`` never fails: an unknown outcome is not proof of loss (DESIGN.md)."""
+``lost_indeterminate`` never fails: an unknown outcome is not proof of loss (docs/audit.md)."""
 
 
 class UnknownGuarantee(AuditError, ValueError):

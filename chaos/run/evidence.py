@@ -1,6 +1,6 @@
 """A run's evidence: the symptoms it showed or not, and the preconditions of its case (``evidence.json``).
 
-Two kinds of check, kept apart (DESIGN.md "Verdict and evidence"):
+Two kinds of check, kept apart (docs/scenarios.md, "Verdict and evidence"):
 
 - a **symptom** (a client log line, an error code, a timer's value) is evidence: recorded as observed or
   not observed, shown in the report, and a failure only in strict mode (``--chaos-strict-symptoms``, on by

@@ -1,4 +1,4 @@
-"""Scenarios: CATALOG.md cases composed from the pipeline (cluster → faults → workload → history → audit
+"""Scenarios: docs/catalog.md cases composed from the pipeline (cluster → faults → workload → history → audit
 → gate → report). docs/scenarios.md describes each one; docs/writing-scenarios.md how to write one.
 
 - :func:`chaos_scenario` — the decorator that makes a scenario's pytest test (marker, one case per variant,

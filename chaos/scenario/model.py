@@ -1,4 +1,4 @@
-"""What a scenario is: a frozen definition of one CATALOG.md case and its variants.
+"""What a scenario is: a frozen definition of one docs/catalog.md case and its variants.
 
 A :class:`Scenario` names the catalog case it replays, quotes the seed's symptom, lists the symptoms a run
 is expected to show and the remediation the seed (or Kafka's documentation) recommends. Each
@@ -201,11 +201,11 @@ class Variant:
 
 @dataclass(frozen=True)
 class Scenario:
-    """One CATALOG.md case and its variants.
+    """One docs/catalog.md case and its variants.
 
     :param scenario_id: the catalog's snake-case id (``pb1_cut_one_broker_then_start_client``).
     :param case_id: the catalog's short id (``PB1``).
-    :param symptom: the seed's symptom, quoted from CATALOG.md.
+    :param symptom: the seed's symptom, quoted from the seed (docs/catalog.md).
     :param module: the scenario file (``scenarios/test_pb1_….py``, or any path ending in ``.py``); filled
         in by :func:`~chaos.scenario.chaos_scenario` when left empty.
     :param test: the test function in ``module`` that runs the variants (parametrized by variant name);

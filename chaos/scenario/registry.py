@@ -63,7 +63,7 @@ def discover(directory: Path | None = None) -> list[Scenario]:
     return sorted(found.values(), key=lambda s: (_case_key(s.case_id), s.scenario_id))
 
 
-# CATALOG.md's order of sections: design-card cases (1A-1D), loss, duplication, ordering, the rest.
+# docs/catalog.md's order of sections: design-card cases (1A-1D), loss, duplication, ordering, the rest.
 _SECTIONS = ("PB", "ISR", "MD", "MPI", "L", "D", "O", "X")
 
 

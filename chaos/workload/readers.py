@@ -1,4 +1,4 @@
-"""The restore reader (CATALOG PB1 / MD1 / MD4) and the final drain.
+"""The restore reader (docs/catalog.md PB1 / MD1; MD4) and the final drain.
 
 The restore reader replays the seed's snapshot restore per partition: end offsets → assign → seek(end − k)
 → poll(timeout), each call recorded as a :class:`ProbeCall` with its duration and error. The final drain, run

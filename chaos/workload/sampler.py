@@ -8,7 +8,7 @@ is recorded with its error.
 
 No AdminClient on purpose: its requests stay queued on a dead broker (every sample failed while a broker
 was down), and a timed-out ``describe_consumer_groups`` can abort the whole process inside librdkafka
-(issue 4605: assertion ``eonce->refcnt > 0``; it killed two of our test sessions under CPU starvation).
+(librdkafka#4605: assertion ``eonce->refcnt > 0``; it killed two of our test sessions under CPU starvation).
 Samples are taken on a fixed cadence: a slow sample delays only itself; missed ticks are skipped.
 
 With ``controller=False`` and no group it is the light introspection a scenario runs beside its workload

@@ -1,4 +1,4 @@
-"""The transactional consume-transform-produce worker (CATALOG.md O6).
+"""The transactional consume-transform-produce worker (docs/catalog.md O6).
 
 One iteration: ``consume()`` a batch of the input topic (``isolation.level=read_committed``, no auto
 commit), ``begin_transaction()``, produce each record's value and key unchanged to the output topic,
