@@ -133,7 +133,7 @@ def _committed_total(events: list[Event], process: str, topic: str) -> int:
 
 def _group_members(run: ScenarioRun) -> int:
     """Members of the run's group as its coordinator reports them now (raw DescribeGroups: a timed-out
-    AdminClient describe_consumer_groups can abort the process inside librdkafka, issue 4605)."""
+    AdminClient describe_consumer_groups can abort the process inside librdkafka, librdkafka#4605)."""
     return len(run.cluster.describe_group(run.group).members)
 
 

@@ -73,7 +73,7 @@ STREAMS: dict[str, tuple[tuple[str, Settings], ...]] = {
 """Per variant, each producer's own client profile and the settings laid over it: each is a stream the audit
 judges by that profile's guarantee (the other variants' producers run the variant's). The plain producer
 keeps one request in flight: without idempotence, a retry behind a later request reorders a partition (O1),
-which no guarantee accepts — found on Kafka 4.0.2 (session 18: 2 ``reordered`` of ``producer-1``'s with 5
+which no guarantee accepts — found on Kafka 4.0.2 (2 ``reordered`` of ``producer-1``'s with 5
 in flight)."""
 SETTLE_S = 120.0
 """Bound on each wait after the plan: the brokers agreeing, the group catching up."""

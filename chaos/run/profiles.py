@@ -1,7 +1,7 @@
 """The run's two profile registries, read by every stage that needs them.
 
 **Time profiles** (``ci``, ``faithful``): how fast a run detects a failure, on both sides of the wire. A
-:class:`TimeProfile` scales every client timeout by one factor, keeping their ratios (docs/workload.md, "Time profiles"),
+:class:`TimeProfile` scales every client timeout by one factor, keeping their ratios (docs/workload.md),
 and names the broker detection timeouts it changes from Kafka's defaults. The cluster reads
 :attr:`TimeProfile.broker_config` (``chaos.cluster.config``), the workload the client timeouts
 (``chaos.workload.profiles``), so the two cannot drift apart.

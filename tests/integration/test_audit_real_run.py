@@ -1,4 +1,4 @@
-"""Issue 5's acceptance on a real run: a workload with no fault on the 3-broker cluster audits clean.
+"""A real run: a workload with no fault on the 3-broker cluster audits clean.
 
 Both engines audit the same run: the reference from the final drain, Spark from the topic's real contents
 through Spark's Kafka source (read_uncommitted and read_committed). Both must say pass, find no anomaly,

@@ -1,4 +1,4 @@
-"""Issue 14's consumer-side acceptance on the real cluster: the audit measures the outages a consumer sees.
+"""The consumer side on the real cluster: the audit measures the outages a consumer sees.
 
 - **a frozen transactional producer blocks a read_committed group**: producer ``frozen`` (``freeze_in_txn``)
   SIGSTOPs itself inside its second transaction, after that transaction's records are in the log; producer
@@ -13,12 +13,12 @@
   those partitions must be about the session timeout: at least the timeout less one heartbeat interval and
   a margin (the session timer runs from ``doomed``'s last heartbeat), at most the timeout plus the
   rebalance's few seconds.
-- **a frozen member** (``chaos.faults.client.ClientPause``, issue 17): the same two members, ``doomed``
+- **a frozen member** (``chaos.faults.client.ClientPause``): the same two members, ``doomed``
   frozen by SIGSTOP instead of killed, until ``survivor`` owns its partitions: the freeze is a fault window
   in the history (target the member), ``survivor`` takes each partition over after about the session
   timeout (measured on the history: :func:`takeovers` says why not with the audit's handover), and the
   audit's longest gap of each partition is at least as long; nothing is lost.
-- **a member cut from the cluster** (a network fault on one client, issue 17): ``doomed`` runs on a client
+- **a member cut from the cluster** (a network fault on one client): ``doomed`` runs on a client
   path of its own (``ext1``); ``Refuse`` on it cuts that path on every broker while ``survivor`` and the
   producer keep the shared path. ``doomed``'s partitions move to ``survivor`` after about the session
   timeout, and ``survivor``'s deliveries never stop during the cut.

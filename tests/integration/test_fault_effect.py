@@ -1,4 +1,4 @@
-"""Issue 18, item 3 on the real cluster: a fault proves it landed, or the run is inconclusive.
+"""On the real cluster: a fault proves it landed, or the run is inconclusive.
 
 One producer writes to a one-partition topic for 12 s, a group member reads it. Three faults hold for
 4 s together, one of them ineffective on purpose. A replication cut (iptables DROP rules in the

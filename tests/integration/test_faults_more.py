@@ -2,7 +2,7 @@
 
 stop (clean SIGTERM), bandwidth, reset_peer, slicer, limit_data, a minority/majority partition, a fault
 aimed at a group's coordinator by role, and a 5-broker cluster start. Numbers are printed (run with
-``-s``) and summarised in docs/faults.md, "Measured effects".
+``-s``) and summarised in docs/measurements.md.
 """
 
 from __future__ import annotations
@@ -634,7 +634,7 @@ def test_coordinator_of_targets_the_reported_coordinator_and_the_group_moves(
 def test_a_toxic_whose_removal_hangs_is_healed_by_restarting_toxiproxy(
     kafka_cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Toxiproxy issue 558 (a wedged link never lets a toxic's removal return) cannot be provoked on
+    """Toxiproxy#558 (a wedged link never lets a toxic's removal return) cannot be provoked on
     demand; the removal's failure is simulated, the recovery (restart + proxies recreated) is real."""
     from chaos.errors import ToxiproxyError
     from chaos.faults.toxics import Latency

@@ -1,4 +1,4 @@
-"""The consumer-group protocol of KIP-848 on the real cluster (issue 19): members on
+"""The consumer-group protocol of KIP-848 on the real cluster: members on
 ``group.protocol=consumer`` share a topic and hand a leaving member's partitions to the one that stays;
 the variant's classic session settings became its group's configs (the broker reads them back), the
 clients ran without them, and the audit finds nothing lost."""

@@ -1,4 +1,4 @@
-"""Issue 19 item 3 on the real cluster: a run's producer on the Java client (kafka-clients of the cluster's
+"""On the real cluster: a run's producer on the Java client (kafka-clients of the cluster's
 Kafka version) under a crash of a partition's leader writes the same history as the librdkafka worker, and
 the same audit judges it.
 

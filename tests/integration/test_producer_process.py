@@ -1,4 +1,4 @@
-"""Issue 17, item 1: a producer process killed mid-flight and restarted from its own checkpoint.
+"""A producer process killed mid-flight and restarted from its own checkpoint.
 
 ``run.process_producer(checkpoint="ack")`` sends 1500 values at 300/s; once 300 are acknowledged it is
 SIGKILLed, then started again under the same name: the new session resumes at its checkpoint (one past the

@@ -1,4 +1,4 @@
-"""Issue 18, item 2 on the real cluster: a run's resolved plan, replayed, hits the same brokers with the same
+"""On the real cluster: a run's resolved plan, replayed, hits the same brokers with the same
 faults in the same order.
 
 The first run runs a plan of five steps aimed by role (a partition's leader and followers, the group's

@@ -1,4 +1,4 @@
-"""Issue 15, item 2: the audit runs unchanged against a Spark standalone cluster, directly and through a
+"""The audit runs unchanged against a Spark standalone cluster, directly and through a
 Spark Connect server in front of it.
 
 A master, a worker and a Connect server are started from the installed PySpark distribution

@@ -1,4 +1,4 @@
-"""Issue 17, item 2: a transactional producer that aborts 10 % of its transactions on purpose.
+"""A transactional producer that aborts 10 % of its transactions on purpose.
 
 ``run.txn_producer(abort_rate=0.1, abort_txns=(3,))``: 60 transactions of 10 sends; the third and those the
 session's seed picks (about 6) are aborted after their sends were flushed — the records are in the log,

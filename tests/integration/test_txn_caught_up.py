@@ -1,4 +1,4 @@
-"""Issue 14.5 on the real cluster: ``ScenarioRun.wait_caught_up()`` on a transactional topic.
+"""On the real cluster: ``ScenarioRun.wait_caught_up()`` on a transactional topic.
 
 A transactional producer writes committed and aborted transactions to the run's topic: partition 0 ends
 with an aborted transaction (its records, then the abort marker), partition 1 with a committed one's commit

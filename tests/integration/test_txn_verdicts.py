@@ -1,4 +1,4 @@
-"""Issue 14's acceptance on the real cluster: transactional outcomes judged right, evidence scoped to its run.
+"""On the real cluster: transactional outcomes judged right, evidence scoped to its run.
 
 - **a transactional worker that aborts and reprocesses**: the consume-transform-produce worker
   (``chaos.workload.transactional``) copies 200 inputs to the run's topic, whose ``max.message.bytes``

@@ -1,8 +1,8 @@
-"""max.poll.interval.ms mechanics in librdkafka (CATALOG.md MPI1 / MPI2 / D8), through Toxiproxy.
+"""max.poll.interval.ms mechanics in librdkafka (docs/catalog.md MPI1; MPI2 / D8), through Toxiproxy.
 
 The interval is shortened to its floor: librdkafka requires ``max.poll.interval.ms >= session.timeout.ms``
 and the broker's ``group.min.session.timeout.ms`` (6 s) bounds the session timeout, so both are 6 s.
-docs/max-poll-interval.md records the measurements.
+docs/max-poll-interval.md records what they found.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from chaos.workload.runner import THROUGHPUT_CONSUMER, THROUGHPUT_PRODUCER, Work
 
 pytestmark = pytest.mark.integration
 
-TARGET_RATE = 5_000.0  # acked messages/s in total (issue 4's acceptance)
+TARGET_RATE = 5_000.0  # acked messages/s in total (the acceptance rate)
 DURATION_S = 60.0
 PARTITIONS = 3
 

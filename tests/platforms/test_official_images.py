@@ -1,4 +1,4 @@
-"""The official-image path, run on this machine (issue 20): a container registry built from the Go module
+"""The official-image path, run on this machine: a container registry built from the Go module
 proxy (the CNCF distribution registry) runs on 127.0.0.1 for the test's lifetime, the locally built images
 are pushed into it under their official repository names, and a pytest session **as a non-root user in the
 docker group** runs the smoke test and one catalog scenario with ``CHAOS_IMAGES=official`` and

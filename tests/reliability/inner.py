@@ -399,7 +399,7 @@ def interrupted_run_problems(report_dir: Path, *, report: bool, brokers: int = 3
 
 
 def figures(name: str, reps: int, left: int, seconds: float) -> str:
-    """Print (and return) the test's line of figures for the README's reliability table."""
+    """Print (and return) the test's line of figures for docs/measurements.md's reliability table."""
     line = f"reliability {name}: {reps} reps, {left} leftovers, {seconds:.1f} s"
     print(f"\n{line}")
     return line

@@ -1,4 +1,4 @@
-"""Issue 16, reliability 8: bad input is one clear error, fast, naming the input and its fix — never a
+"""Reliability 8: bad input is one clear error, fast, naming the input and its fix — never a
 traceback, never a 30-second timeout, never one error per test.
 
 Each row runs a real process (the venv's ``pytest`` in a project of its own, or the ``chaos`` CLI) and

@@ -1,4 +1,4 @@
-"""Issue 16, reliability 6: a full disk under the report dir is one clear error, and the session goes on.
+"""Reliability 6: a full disk under the report dir is one clear error, and the session goes on.
 
 The inner session's report dir is a 2 MB tmpfs (``mount -t tmpfs``: root only; the test is skipped with the
 reason when the mount fails). Its first test is a scenario run that cuts broker 3 off the network, then

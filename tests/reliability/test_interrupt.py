@@ -1,4 +1,4 @@
-"""Issue 16, reliability 3: Ctrl-C at the worst moments — during the cluster's start, during a fault,
+"""Reliability 3: Ctrl-C at the worst moments — during the cluster's start, during a fault,
 during the Spark audit — from ``pytest -m chaos`` and from the ``chaos`` CLI.
 
 A terminal's Ctrl-C is SIGINT to the foreground process group: each row starts its inner process in a

@@ -1,10 +1,10 @@
-"""Issue 16, reliability 4: iptables faults heal clean, cycle after cycle, even when their sidecar is killed.
+"""Reliability 4: iptables faults heal clean, cycle after cycle, even when their sidecar is killed.
 
 On the session cluster: 30 inject/heal cycles of each iptables fault (network cut, partition, replication
 cut), once with the fault's sidecar left alone and once with it killed (``docker kill``) before the heal.
 After every heal, every broker's namespace is listed with both backends (``iptables`` and
 ``iptables-legacy``) from an inspector container of its own: no ``CHAOS-`` chain, no DROP rule. Each test
-prints one line of figures (cycles, leftovers, seconds) for the README's reliability table.
+prints one line of figures (cycles, leftovers, seconds) for docs/measurements.md's reliability table.
 
 Needs Docker and the harness's images; not collected by a bare ``pytest`` (``tests/reliability/conftest.py``).
 """

@@ -1,4 +1,4 @@
-"""Issue 16, reliability 1: ``kill -9`` of the runner mid-fault leaves nothing behind.
+"""Reliability 1: ``kill -9`` of the runner mid-fault leaves nothing behind.
 
 Each repetition starts an inner ``pytest -m chaos`` session (a project of its own) whose one scenario opens
 a run, starts a member in a child process and a producer, then injects a latency toxic (broker 1), a

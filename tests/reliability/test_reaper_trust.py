@@ -1,4 +1,4 @@
-"""Issue 16, reliability 7: a run's reaper trusts its own run only.
+"""Reliability 7: a run's reaper trusts its own run only.
 
 A decoy container (the local jre-base image, ``sleep 300``) carries ``chaos-harness=decoy-<hex>``. A child
 process starts a :class:`~chaos.cluster.reaper.Reaper` for a run of its own and holds its registration, as

@@ -1,4 +1,4 @@
-"""Issue 16, reliability 2: SIGTERM (a CI cancel) of ``pytest -m chaos`` mid-scenario ends the run cleanly.
+"""Reliability 2: SIGTERM (a CI cancel) of ``pytest -m chaos`` mid-scenario ends the run cleanly.
 
 The inner session runs the smallest scenario of docs/writing-scenarios.md (a producer and a member, the
 leader of partition 0 crashed for 10 s) in a project of its own. Once the run's history shows the crash

@@ -1,4 +1,4 @@
-"""Issue 16, reliability 5: two sessions at once on one machine, and ``chaos clean`` from a third shell.
+"""Reliability 5: two sessions at once on one machine, and ``chaos clean`` from a third shell.
 
 Two inner ``pytest -m chaos`` sessions run the same test of the same project at once — with the same report
 dir, then with a report dir each. The test writes its session's name into its run directory, creates a

@@ -1,4 +1,4 @@
-"""What each client really ran with (issue 14, point 4): the layered configuration and who set each key,
+"""What each client really ran with: the layered configuration and who set each key,
 the workers announcing their clients, the flags where a client did not run as asked, secrets masked, the
 group's isolation level taken from its members, scenario.json round trip, the report showing the flags, and
 ``ScenarioRun.finish()`` handing the audit that isolation level. No broker is contacted: librdkafka checks

@@ -189,7 +189,7 @@ class FakeToxiproxy:
     def __init__(self) -> None:
         self.toxics: set[tuple[str, str]] = set()
         self.disabled: set[str] = set()
-        self.wedged: set[str] = set()  # proxies whose toxics cannot be removed (Toxiproxy issue 558)
+        self.wedged: set[str] = set()  # proxies whose toxics cannot be removed (Toxiproxy#558)
         self.stuck: set[str] = set()  # proxies whose toxics cannot be removed one by one, but reset works
 
     def add_toxic(self, proxy: str, name: str, *args: Any) -> None:

@@ -140,7 +140,7 @@ def test_a_random_mix_is_byte_identical_per_seed_and_keeps_its_bounds(seed: int)
 
 
 def test_a_toxic_that_delays_traffic_holds_longer_than_its_delay() -> None:
-    """A 1.2 s latency held for 0.9 s saw no packet cross its proxy (RN1 strong seed 2, session 14): a
+    """A 1.2 s latency held for 0.9 s saw no packet cross its proxy (once seen in RN1's strong seed 2): a
     window must outlast the delay for traffic to show it."""
     steps = [s for seed in range(20) for s in generate_plan(seed, duration_s=600, **RANDOM).steps]  # type: ignore[arg-type]
     delayed = [s for s in steps if s.kind in ("latency", "reset_peer")]
@@ -184,8 +184,8 @@ def test_a_transactional_id_adds_its_coordinator_as_a_role_and_leaves_other_plan
         assert Plan.from_json(plan.to_json()) == plan
 
 
-# sha256 of RN1's plans (RANDOM, 600 s) for seeds 1-3 as session 14 generated them: the seeds quoted in
-# docs/scenarios.md replay the same faults as long as these hold (a change of the draws must change them
+# sha256 of RN1's plans (RANDOM, 600 s) for seeds 1-3 as first generated: the seeds quoted in
+# docs/measurements.md replay the same faults as long as these hold (a change of the draws must change them
 # on purpose)
 PINNED = {
     1: "82feaab0b98fc951320e770cb8bf6904b85205a4edca43ad62ba2a46e2525c7d",

@@ -159,7 +159,7 @@ def test_late_steps_never_hold_more_faults_at_once_than_the_plan(
     cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One at a time in the plan: B is injected late (behind A's 0.4 s heal) and keeps its window, so C,
-    due while B still holds, is skipped instead of making two at once (RN1 strong seed 3, session 14:
+    due while B still holds, is skipped instead of making two at once (once seen in RN1's strong seed 3:
     three faults held together and no broker could start alone)."""
 
     class SlowHeal(OnBroker):

@@ -1,5 +1,5 @@
 """The run context every worker takes, and the one registry of time profiles the cluster and the clients
-both read (issue 12)."""
+both read."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def test_symptoms_are_the_scenarios_then_the_variants() -> None:
 
 def test_the_registry_finds_every_scenario_file_with_catalog_ids() -> None:
     found = discover()
-    # Issue 6's minimum set, in CATALOG.md's section order.
+    # The minimum set, in docs/catalog.md's section order.
     assert [s.case_id for s in found] == [
         "PB1", "PB4", "ISR2", "ISR3", "MD1", "MD2", "MD3", "MPI1", "L1", "L2", "L6", "D1", "D3", "O1", "O6",
         "RN1",

@@ -312,7 +312,7 @@ def test_a_group_that_never_reaches_its_target_fails_the_wait() -> None:
 
 
 def test_on_a_transactional_topic_the_wait_returns_once_the_last_committed_record_is_delivered() -> None:
-    """Issue 14.5: a read_committed group on a topic whose tail is an aborted transaction and its marker
+    """A read_committed group on a topic whose tail is an aborted transaction and its marker
     delivered every committed record; the wait returns at once (the old one, on end − 1, never did)."""
     part = log(("data", 8), ("marker", 1), ("aborted", 4), ("marker", 1))
     events: list[Event] = [delivered(s, 0, s) for s in range(8)]
