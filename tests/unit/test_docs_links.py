@@ -30,6 +30,11 @@ NOT_HASHES: Final = frozenset(
         "5000000",
         "10000000",
         "2086958710",  # the Makefile's fixed CHAOS_SEED
+        "604800000",  # Kafka's default retention.ms and segment.ms (7 days), in docs/gate.md's [topic] table
+        "86400000",  # Kafka's default delete.retention.ms (1 day)
+        "1048576",  # segment.bytes' lower bound (1 MiB)
+        "1073741824",  # Kafka's default segment.bytes (1 GiB)
+        "1048588",  # Kafka's default max.message.bytes
         "1768478400",  # epoch seconds in docs/report.md's scenario.json example
         "1768478463",  # the same example's ended_ts
     }
