@@ -10,15 +10,111 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from types import MappingProxyType
+from typing import Any, Final, Protocol
 
 from chaos.gate.gatefile import CASE_NEEDS, GateFile, GateFileError, applies, resolve_cases
-from chaos.gate.lint import LintResult
+
+
+class LintResult(Protocol):
+    """What the plan reads of the lint's result (:class:`chaos.gate.lint.LintResult`, which imports this
+    module for the cases' outages): whether the claim is kept, and the findings that break it."""
+
+    @property
+    def kept(self) -> bool: ...
+
+    @property
+    def violations(self) -> tuple[Any, ...]: ...
+
 
 DEFAULT_CASES: Final[tuple[str, ...]] = ("PB1", "ISR2", "L2", "D1", "MPI1")
 """A broker cut off (PB1), the ISR lost under a leader crash (ISR2 / L4), a leader crash with lagging
 followers (L2), lost acks and retries (D1), a consumer slower than its poll interval (MPI1, only with a
 ``[consumer]``)."""
+
+
+@dataclass(frozen=True)
+class Outage:
+    """The longest a record stays readable and unread by the group in a case's timeline (``ci`` profile):
+    what retention shorter than it removes before the group reads it (``expired_unread``).
+
+    :param seconds: the figure, from the case's timing (its session timeouts, crash and restart times,
+        processing per record); under ``faithful`` the timeouts are the seed's and the outage is longer, so
+        the ``ci`` figure is a lower bound.
+    :param why: where it comes from, in words.
+    """
+
+    seconds: float
+    why: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.seconds, int | float) or isinstance(self.seconds, bool) or self.seconds < 0:
+            raise GateFileError([f"Outage.seconds: expected seconds >= 0; got {self.seconds!r}"])
+        if not isinstance(self.why, str) or not self.why.strip():
+            raise GateFileError(["Outage.why: expected a non-empty str"])
+
+
+CONSUMER_OUTAGE: Final[Mapping[str, Outage]] = MappingProxyType(
+    {
+        "PB1": Outage(1.0, "the group read the 60 records before the cut; nothing is written during it"),
+        "PB4": Outage(8.0, "each step's records are read after its broker fault: a fence takes 6 s"),
+        "ISR2": Outage(
+            15.0,
+            "the partition is offline from the leader's crash (6 s to fence it, 3 s of writes) until it "
+            "returns and the ISR is full again: its records wait on it",
+        ),
+        "ISR3": Outage(2.0, "writes are refused for 3 s; the group reads what was written along"),
+        "MD1": Outage(8.0, "a broker cut off: its partitions are read again once it is fenced (6 s)"),
+        "MD2": Outage(2.0, "metadata requests slowed; the group reads along"),
+        "MD3": Outage(
+            10.0, "the restarted member is assigned once the old member's session expires (9 s in ci)"
+        ),
+        "MPI1": Outage(
+            12.0,
+            "120 records written first; the slow member processes its partition's 60 at 0.18 s each",
+        ),
+        "L1": Outage(8.0, "the leader is cut off: its partition is read again once it is fenced (6 s)"),
+        "L2": Outage(8.0, "the leader is killed: its partition is read again after the election (6 s)"),
+        "L6": Outage(
+            10.0,
+            "300 records written first; the member is killed 3.5 s into its batch and its successor is "
+            "assigned once its session expires (6 s)",
+        ),
+        "D1": Outage(5.0, "the leader's answers are held 1.5 s per request until the heal"),
+        "D3": Outage(
+            8.0,
+            "the member is killed mid-batch and restarted; it is assigned once the dead one's session "
+            "expires (6 s)",
+        ),
+        "O1": Outage(
+            40.0,
+            "the group starts reading after the faults: the first records wait through the ISR shrink and "
+            "three ISR dips",
+        ),
+        "O6": Outage(8.0, "the transform is killed and its successor assigned once its session expires"),
+        "RN1": Outage(20.0, "random faults for 60 s; the longest single fault stalls a partition"),
+    }
+)
+"""Per catalog case, its group's longest outage (:class:`Outage`): the lint's
+``retention_shorter_than_outage`` compares the topic's ``retention.ms`` with it."""
+
+TRAFFIC_NOT_APPLICABLE: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "O6": (
+            "the records it judges are its own transform's output, written by the case's clients; the "
+            "team's traffic would reach only the transform's input"
+        ),
+    }
+)
+"""Cases whose producers do not take the gate file's ``[traffic]``, and why: the gate lists them as *not
+applicable* rather than run them as if they had."""
+
+
+def outage_cases(gate: GateFile) -> tuple[str, ...]:
+    """The cases the lint judges retention against: the gate file's ``cases``, else the default set that
+    applies (``--cases`` and the lint's own additions are not known to the lint)."""
+    chosen = gate.cases if gate.cases is not None else DEFAULT_CASES
+    return tuple(c for c in chosen if c in CONSUMER_OUTAGE and applies(c, gate))
 
 
 def gate_cases(gate: GateFile, catalog: Iterable[str]) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ import json
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal, cast, get_args
@@ -25,6 +25,7 @@ from typing import Any, Final, Literal, cast, get_args
 from chaos import versions
 from chaos.errors import ConfigError
 from chaos.run.terms import GUARANTEES, Guarantee
+from chaos.workload.traffic import Traffic
 
 Side = Literal["producer", "consumer"]
 Commit = Literal["auto", "after_processing", "before_processing", "transaction"]
@@ -67,15 +68,77 @@ HARNESS_KEYS: Final = frozenset(
 """confluent-kafka callback settings: the harness sets them itself."""
 _SECRET: Final = re.compile(r"password|secret|jaas|token|\.pem$|credentials", re.IGNORECASE)
 
+LOG_POLICY_KEYS: Final[tuple[str, ...]] = (
+    "cleanup.policy",
+    "retention.ms",
+    "retention.bytes",
+    "segment.bytes",
+    "segment.ms",
+    "max.message.bytes",
+    "min.compaction.lag.ms",
+    "delete.retention.ms",
+)
+"""The topic's log policy and record size limit: handed to every case's run topic when the file gives them
+(the broker's defaults otherwise)."""
 TOPIC_KEYS: Final[tuple[str, ...]] = (
     "replication_factor",
     "min.insync.replicas",
     "unclean.leader.election.enable",
+    *LOG_POLICY_KEYS,
 )
 TOPIC_DEFAULTS: Final[Mapping[str, str]] = MappingProxyType(
-    {"replication_factor": "1", "min.insync.replicas": "1", "unclean.leader.election.enable": "false"}
+    {
+        "replication_factor": "1",
+        "min.insync.replicas": "1",
+        "unclean.leader.election.enable": "false",
+        "cleanup.policy": "delete",
+        "retention.ms": "604800000",
+        "retention.bytes": "-1",
+        "segment.bytes": "1073741824",
+        "segment.ms": "604800000",
+        "max.message.bytes": "1048588",
+        "min.compaction.lag.ms": "0",
+        "delete.retention.ms": "86400000",
+    }
 )
-"""Kafka's own defaults (``default.replication.factor``, ``min.insync.replicas``, unclean election)."""
+"""Kafka's own defaults (``default.replication.factor``, ``min.insync.replicas``, unclean election, and the
+log policy: delete after 7 days, 1 GiB or 7-day segments, 1 MiB batches, tombstones kept a day)."""
+CLEANUP_POLICIES: Final[tuple[str, ...]] = ("delete", "compact", "compact,delete")
+MIN_SEGMENT_BYTES: Final = 1024 * 1024
+"""Kafka 4.0 and later refuse a ``segment.bytes`` below 1 MiB (3.9 took 14 bytes)."""
+MAX_INT32: Final = 2**31 - 1
+_TOPIC_NUMBERS: Final[Mapping[str, tuple[int, int, str]]] = MappingProxyType(
+    {
+        "replication_factor": (1, 1000, "an integer >= 1"),
+        "min.insync.replicas": (1, 1000, "an integer >= 1"),
+        "retention.ms": (-1, 2**63 - 1, "milliseconds >= 0, or -1 (keep forever)"),
+        "retention.bytes": (-1, 2**63 - 1, "bytes per partition >= 0, or -1 (no size limit)"),
+        "segment.bytes": (
+            MIN_SEGMENT_BYTES,
+            MAX_INT32,
+            f"bytes, {MIN_SEGMENT_BYTES}..{MAX_INT32} (Kafka 4 refuses segments under 1 MiB)",
+        ),
+        "segment.ms": (1, 2**63 - 1, "milliseconds >= 1"),
+        "max.message.bytes": (0, MAX_INT32, f"bytes of one record batch, 0..{MAX_INT32}"),
+        "min.compaction.lag.ms": (0, 2**63 - 1, "milliseconds >= 0"),
+        "delete.retention.ms": (0, 2**63 - 1, "milliseconds >= 0"),
+    }
+)
+"""Each numeric topic key: its lowest and highest value Kafka accepts, and the words for it."""
+TRAFFIC_KEYS: Final[tuple[str, ...]] = (
+    "size",
+    "sizes",
+    "keys",
+    "keyless",
+    "key_skew",
+    "zipf_s",
+    "headers",
+    "tombstones",
+    "rate",
+    "burst",
+)
+STEADY_S: Final = 3600.0
+"""The step length of a steady ``[traffic] rate`` (longer than any case's producer)."""
 THRESHOLD_KEYS: Final[tuple[str, ...]] = (
     "longest_outage_s",
     "p99_ack_latency_ms",
@@ -297,6 +360,96 @@ class Baseline:
                 raise GateFileError([f"baseline.{name}: expected a number >= 0; got {value!r}"])
 
 
+@dataclass(frozen=True)
+class GateTraffic:
+    """The team's records and their rate (``[traffic]``), fed to the producers of every case.
+
+    :param traffic: value sizes, key space (``keys=None``: keyless), key skew, headers and tombstones.
+    :param rate: the producers' steady rate in messages/s, replacing each case's own; ``None``: the case's.
+    :param burst: ``(on_s, off_s)``: send at the rate for ``on_s``, then nothing for ``off_s``, repeated.
+    :param settings: the table's keys as given, each with its file and line (for the lint and the notes).
+    """
+
+    traffic: Traffic
+    rate: float | None = None
+    burst: tuple[float, float] | None = None
+    settings: tuple[Setting, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.traffic, Traffic):
+            raise GateFileError(
+                [f"GateTraffic.traffic: expected a chaos.workload.Traffic; got {self.traffic!r}"]
+            )
+        if self.traffic.burst is not None or self.traffic.steps is not None:
+            raise GateFileError(
+                ["GateTraffic.traffic: give the rate pattern as rate and burst, not in Traffic"]
+            )
+        if self.rate is not None and not (
+            type(self.rate) in (int, float) and 0 < self.rate <= 100_000 and self.rate == self.rate
+        ):
+            raise GateFileError(
+                [f"traffic.rate: expected messages/s per producer, > 0 and <= 100000; got {self.rate!r}"]
+            )
+        if self.burst is not None:
+            burst = tuple(self.burst) if isinstance(self.burst, tuple | list) else ()
+            if len(burst) != 2 or not all(type(b) in (int, float) and b > 0 for b in burst):
+                raise GateFileError(
+                    [f"traffic.burst: expected [on_s, off_s], both seconds > 0; got {self.burst!r}"]
+                )
+            object.__setattr__(self, "burst", (float(burst[0]), float(burst[1])))
+        if self.rate is not None:
+            object.__setattr__(self, "rate", float(self.rate))
+
+    def for_run(self) -> Traffic:
+        """The :class:`Traffic` every producer of a case's run takes when the case gives it none: the shape,
+        and the rate pattern (``rate`` steady, or ``burst`` on/off at ``rate`` — at the case's own rate when
+        no ``rate`` is given). A producer that sends as fast as acks come (a case's prefill) keeps its pace:
+        :meth:`chaos.scenario.workers.RunWorkers.producer` drops the pattern for it."""
+        if self.rate is None:
+            return replace(self.traffic, burst=self.burst)
+        if self.burst is not None:
+            on_s, off_s = self.burst
+            return replace(self.traffic, steps=((self.rate, on_s), (0.0, off_s)))
+        return replace(self.traffic, steps=((self.rate, STEADY_S),))
+
+    @property
+    def max_size(self) -> int | None:
+        """The largest value the traffic sends in bytes (``size``, or the top of ``sizes``); ``None``: each
+        value is its bare id."""
+        rows = self.traffic._size_rows
+        return max(hi for _, _, hi in rows) if rows else None
+
+    @property
+    def keyless(self) -> bool:
+        return self.traffic.keys is None
+
+    def setting(self, key: str) -> Setting | None:
+        """The table's ``key`` as given (``size``, ``sizes`` ...), or ``None``."""
+        return next((s for s in self.settings if s.key == f"traffic.{key}"), None)
+
+    def describe(self) -> str:
+        """``values 200..20000 bytes, 16 keys (zipf), 5 % tombstones, headers source; 50 msg/s, bursts of 2 s
+        every 3 s`` — for the run's header and notes."""
+        t = self.traffic
+        parts: list[str] = []
+        if t.size is not None:
+            parts.append(f"values of {t.size} bytes")
+        elif t.sizes is not None:
+            parts.append(f"values of {min(lo for _, lo, _ in t._size_rows)}..{self.max_size} bytes")
+        parts.append("keyless" if t.keys is None else f"{t.keys} keys ({t.key_skew})")
+        if t.tombstones:
+            parts.append(f"{t.tombstones:.0%} tombstones")
+        if t.headers:
+            parts.append(f"headers {', '.join(name for name, _ in t.headers)}")
+        rate = f"{self.rate:g} msg/s" if self.rate is not None else "the case's rate"
+        if self.burst is not None:
+            rate += f", bursts of {self.burst[0]:g} s every {self.burst[0] + self.burst[1]:g} s"
+        return f"{', '.join(parts)}; {rate}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {s.key.removeprefix("traffic."): s.value for s in self.settings}
+
+
 def _topic_default(key: str) -> Setting:
     return Setting(key, TOPIC_DEFAULTS[key], Origin("Kafka default"))
 
@@ -309,6 +462,7 @@ class GateFile:
     producer: ClientSettings
     consumer: ConsumerSide | None = None
     topic: tuple[Setting, ...] = ()
+    traffic: GateTraffic | None = None
     cases: tuple[str, ...] | None = None
     time_profile: TimeProfileName = "ci"
     retries: int = 1
@@ -355,11 +509,30 @@ class GateFile:
         for key in topic:
             if key not in TOPIC_KEYS:
                 problems.append(f"{topic[key].origin}: topic.{key}: {_unknown_hint(key, TOPIC_KEYS)}")
+        if self.traffic is not None and not isinstance(self.traffic, GateTraffic):
+            problems.append(f"{where}: traffic: expected a GateTraffic or None; got {self.traffic!r}")
+        policy = topic.get("cleanup.policy")
+        if (
+            isinstance(self.traffic, GateTraffic)
+            and self.traffic.keyless
+            and policy is not None
+            and "compact" in policy.value
+        ):
+            keyless = self.traffic.setting("keyless")
+            problems.append(
+                f"{keyless.origin if keyless else where}: traffic.keyless: a compacted topic "
+                f"({policy.shown}, {policy.origin}) refuses every record without a key (the broker answers "
+                "INVALID_RECORD); give the records keys (keys = N), or drop compact from cleanup.policy"
+            )
         if problems:
             raise GateFileError(problems)
         full = tuple(topic.get(key) or _topic_default(key) for key in TOPIC_KEYS)
         object.__setattr__(self, "topic", full)
         object.__setattr__(self, "case_thresholds", MappingProxyType(dict(self.case_thresholds)))
+
+    def topic_given(self, key: str) -> bool:
+        """Whether the gate file gives topic setting ``key`` (not Kafka's default)."""
+        return self.topic_setting(key).origin.source != "Kafka default"
 
     def topic_setting(self, key: str) -> Setting:
         """A topic setting (one of :data:`TOPIC_KEYS`), Kafka's default when the file does not give it."""
@@ -764,14 +937,58 @@ class _Reader:
             if key not in TOPIC_KEYS:
                 self.problems.append(f"{origin}: topic.{key}: {_unknown_hint(key, TOPIC_KEYS)}")
                 continue
-            boolean = key == "unclean.leader.election.enable"
-            if boolean and not isinstance(value, bool):
-                self.problems.append(f"{origin}: topic.{key}: expected true or false; got {value!r}")
-            elif not boolean and (type(value) is not int or value < 1):
-                self.problems.append(f"{origin}: topic.{key}: expected an integer >= 1; got {value!r}")
+            text, problem = topic_value(key, value)
+            if problem is not None:
+                self.problems.append(f"{origin}: topic.{key}: {problem}")
             else:
-                found.append(Setting(key, librdkafka_value(value), origin))
+                found.append(Setting(key, text, origin))
         return tuple(found)
+
+    def traffic(self, data: Mapping[str, Any]) -> GateTraffic | None:
+        if "traffic" not in data:
+            return None
+        section = self.table(data, ("traffic",), TRAFFIC_KEYS)
+        if not section:
+            return None
+        where = self.origin(("traffic",))
+        settings = tuple(
+            Setting(f"traffic.{key}", _shown(value), self.origin(("traffic", key)))
+            for key, value in section.items()
+            if key in TRAFFIC_KEYS
+        )
+        options: dict[str, Any] = {}
+        for key in ("size", "key_skew", "zipf_s", "tombstones"):
+            if key in section:
+                options[key] = section[key]
+        if "sizes" in section:
+            options["sizes"] = _tuples(section["sizes"])
+        if "headers" in section:
+            headers = section["headers"]
+            options["headers"] = headers if isinstance(headers, dict) else _tuples(headers)
+        keyless = section.get("keyless", False)
+        if type(keyless) is not bool:
+            self.problem(
+                ("traffic", "keyless"), f"expected true (records without a key) or false; got {keyless!r}"
+            )
+            keyless = False
+        if keyless and "keys" in section:
+            self.problem(("traffic", "keys"), "give keys = N (the key space) or keyless = true, not both")
+        elif keyless:
+            options["keys"] = None
+        elif "keys" in section:
+            options["keys"] = section["keys"]
+        burst = section.get("burst")
+        try:
+            return GateTraffic(
+                Traffic(**options),
+                rate=section.get("rate"),
+                burst=cast(Any, _tuples(burst)) if burst is not None else None,
+                settings=settings,
+            )
+        except ConfigError as exc:
+            text = str(exc).replace("Traffic.", "traffic.").replace("Traffic: ", "traffic: ")
+            self.problems.append(f"{where}: {text}")
+            return None
 
     def thresholds(self, data: Mapping[str, Any]) -> tuple[Thresholds, dict[str, Thresholds]]:
         section = data.get("thresholds", {})
@@ -806,6 +1023,44 @@ class _Reader:
             return Thresholds()
 
 
+def topic_value(key: str, value: object) -> tuple[str, str | None]:
+    """A ``[topic]`` value in Kafka's string form, or the problem with it (what to write instead)."""
+    if key == "unclean.leader.election.enable":
+        if not isinstance(value, bool):
+            return "", f"expected true or false; got {value!r}"
+        return librdkafka_value(value), None
+    if key == "cleanup.policy":
+        parts = (
+            value if isinstance(value, list) else str(value).split(",") if isinstance(value, str) else None
+        )
+        words = sorted({str(p).strip() for p in parts}) if parts else []
+        text = ",".join(words)
+        if text not in CLEANUP_POLICIES:
+            return "", (
+                f'expected "delete" (retention removes old segments), "compact" (the latest record of each '
+                f'key is kept) or "compact,delete" (both); got {value!r}'
+            )
+        return text, None
+    low, high, words_ = _TOPIC_NUMBERS[key]
+    if type(value) is not int or not low <= value <= high:
+        return "", f"expected {words_}; got {value!r}"
+    return str(value), None
+
+
+def _shown(value: object) -> str:
+    """A ``[traffic]`` value as a string for :class:`Setting` (its origin goes with it)."""
+    if isinstance(value, bool | int | float | str):
+        return librdkafka_value(value)
+    return json.dumps(value, separators=(", ", ": "))
+
+
+def _tuples(value: object) -> object:
+    """TOML arrays as tuples (``[[200, 0.9], [20000, 0.1]]`` -> ``((200, 0.9), (20000, 0.1))``)."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
 def flag(setting: Setting | None, default: bool) -> bool:
     """A librdkafka boolean (``true``/``t``/``1``, ``false``/``f``/``0``, any case)."""
     if setting is None:
@@ -835,6 +1090,7 @@ TOP_KEYS: Final = (
     "producer",
     "consumer",
     "topic",
+    "traffic",
     "thresholds",
     "baseline",
 )
@@ -868,6 +1124,7 @@ def load_gate(path: str | Path) -> GateFile:
     producer = reader.client(data, "producer", ())
     consumer = reader.consumer(data, producer)
     topic = reader.topic(data)
+    traffic = reader.traffic(data)
     thresholds, case_thresholds = reader.thresholds(data)
     baseline_data = reader.table(data, ("baseline",), ("tolerance", "min_change_s"))
     try:
@@ -911,6 +1168,7 @@ def load_gate(path: str | Path) -> GateFile:
         producer=producer,
         consumer=consumer,
         topic=topic,
+        traffic=traffic,
         cases=tuple(cases) if cases is not None else None,
         time_profile=data.get("time_profile", "ci"),
         kafka_version=kafka_version,

@@ -20,11 +20,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Final, cast
 
 from chaos.audit.model import ANOMALIES
+from chaos.gate.cases import CONSUMER_OUTAGE, outage_cases
 from chaos.gate.gatefile import (
     ALIASES,
     CASE_ID,
@@ -32,6 +33,7 @@ from chaos.gate.gatefile import (
     NOT_SET_SOURCE,
     GateFile,
     GateFileError,
+    GateTraffic,
     Origin,
     Setting,
     Side,
@@ -51,12 +53,25 @@ LIBRDKAFKA_DEFAULTS: Final[Mapping[str, str]] = MappingProxyType(
         "isolation.level": "read_committed",
         "enable.auto.commit": "true",
         "enable.auto.offset.store": "true",
+        "message.max.bytes": "1000000",
+        "batch.size": "1000000",
     }
 )
 """librdkafka's defaults of the settings the rules read (they differ from the Java client's: DESIGN.md)."""
 _CONSUMER_KEYS: Final = frozenset({"isolation.level", "enable.auto.commit", "enable.auto.offset.store"})
 _KNOWN_KEYS: Final = (*LIBRDKAFKA_DEFAULTS, *(n for names in ALIASES.values() for n in names))
 """Besides :data:`chaos.workload.clientconf.KNOWN_KEYS`, what a misspelled key is compared with."""
+JAVA_ONLY: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "max.request.size": "message.max.bytes",
+        "buffer.memory": "queue.buffering.max.kbytes",
+        "fetch.max.wait.ms": "fetch.wait.max.ms",
+    }
+)
+"""Java client settings librdkafka does not have, and the librdkafka setting that does the same work."""
+BATCH_OVERHEAD: Final = 100
+"""Bytes a one-record batch adds to its value: the batch header (61), the record's own fields, its key and
+the value-id header."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,11 @@ class View:
 
     settings: Mapping[str, Setting]
     has_consumer: bool
+    guarantee: str = "at_least_once"
+    traffic: GateTraffic | None = None
+    outages: tuple[tuple[str, float], ...] = ()
+    """The gate's cases (:func:`~chaos.gate.cases.outage_cases`) with their group's longest outage in
+    seconds, longest first."""
 
     @classmethod
     def of(cls, gate: GateFile) -> View:
@@ -84,7 +104,17 @@ class View:
             found["transform"] = gate.consumer.transform
         for setting in gate.topic:
             found[setting.key] = setting
-        return cls(MappingProxyType(found), gate.consumer is not None)
+        traffic = gate.traffic
+        if traffic is not None and traffic.max_size is not None:
+            given = traffic.setting("size") or traffic.setting("sizes")
+            origin = given.origin if given is not None else Origin("traffic")
+            found["traffic.size"] = Setting("traffic.size", str(traffic.max_size), origin)
+        outages = sorted(
+            ((case, CONSUMER_OUTAGE[case].seconds) for case in outage_cases(gate)), key=lambda o: -o[1]
+        )
+        return cls(
+            MappingProxyType(found), gate.consumer is not None, gate.guarantee, traffic, tuple(outages)
+        )
 
     def setting(self, name: str) -> Setting:
         """The setting of ``name``; a placeholder whose origin is ``not set`` when there is none."""
@@ -159,6 +189,32 @@ class View:
     def read_uncommitted(self) -> bool:
         return self.has_consumer and self.settings["isolation.level"].value == "read_uncommitted"
 
+    @property
+    def policy(self) -> str:
+        """The topic's ``cleanup.policy`` (``delete``, ``compact`` or ``compact,delete``)."""
+        return self.setting("cleanup.policy").value or "delete"
+
+    @property
+    def expiring(self) -> tuple[str, ...]:
+        """The gate's cases whose group outage is longer than the topic's time retention, longest first:
+        records they leave unread expire (none when the topic does not delete by time)."""
+        if "delete" not in self.policy or "retention.ms" not in self.settings:
+            return ()
+        retention = self.number("retention.ms")
+        if retention < 0:
+            return ()
+        return tuple(case for case, seconds in self.outages if seconds * 1000 > retention)
+
+    @property
+    def record_size(self) -> int | None:
+        """The largest record the traffic sends, with its batch's overhead (``None``: no sized values)."""
+        setting = self.settings.get("traffic.size")
+        return int(setting.value) + BATCH_OVERHEAD if setting is not None else None
+
+    def longest_outage(self) -> tuple[str, ...]:
+        """The gate's case whose group falls furthest behind (for a compacted topic's finding)."""
+        return self.outages[0][:1] if self.outages else ()
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -182,6 +238,9 @@ class Rule:
     why: str
     cases: tuple[str, ...]
     fix: str
+    shown_by: Callable[[View], tuple[str, ...]] | None = None
+    """The cases that show it for this configuration, when they depend on it (the gate's cases whose
+    outage is longer than the retention); ``cases`` is what the rules table lists."""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]+", self.id):
@@ -370,6 +429,110 @@ RULES: Final[tuple[Rule, ...]] = (
         fix="isolation.level=read_committed (librdkafka's default)",
     ),
     Rule(
+        id="retention_shorter_than_outage",
+        title="retention shorter than the group's longest outage",
+        when=(
+            "cleanup.policy has delete and retention.ms (not -1) is below the longest consumer outage of the "
+            "gate's cases (chaos.gate.cases.CONSUMER_OUTAGE)"
+        ),
+        test=lambda v: bool(v.expiring),
+        keys=("retention.ms", "cleanup.policy"),
+        anomalies=("expired_unread",),
+        effect="records removed before the group read them",
+        why=(
+            "Kafka deletes a segment once its newest record is older than retention.ms — the active segment "
+            "too, rolled for it — whether or not the group has read it: what the group had not reached when "
+            "its outage began is gone when it comes back, never processed (expired_unread; breaks "
+            "at_least_once for the group). Each case's outage is its timeline's (a session timeout, a crash "
+            "and restart, slow processing: L6 10 s, MPI1 12 s, ISR2 15 s in the ci profile); production "
+            "outages (a deploy, a stuck consumer, a weekend) are longer"
+        ),
+        cases=("MPI1", "L6", "ISR2"),
+        fix=(
+            "retention.ms well above the longest consumer outage you plan for (hours to days), with a "
+            "consumer-lag alert below it; or more consumer capacity"
+        ),
+        shown_by=lambda v: v.expiring,
+    ),
+    Rule(
+        id="compaction_latest_value_only",
+        title="a compacted topic keeps the latest value of each key, not every record",
+        when="cleanup.policy has compact and the claim is at_least_once, idempotent or exactly_once",
+        test=lambda v: "compact" in v.policy and v.guarantee != "at_most_once",
+        keys=("cleanup.policy", "min.compaction.lag.ms", "delete.retention.ms"),
+        anomalies=(),
+        effect="superseded values removed",
+        why=(
+            "the claim is for every record; a compacted topic promises a consumer only the latest value of "
+            "each key (and a key's tombstone for delete.retention.ms): the cleaner removes a key's older "
+            "values from closed segments, read or not, so a group that falls behind never sees the values "
+            "superseded meanwhile (min.compaction.lag.ms keeps only records younger than it). The gate "
+            "judges what compaction promises: superseded values are counted compacted, not lost; the latest "
+            "acknowledged value of every key must be in the log and read, and nothing else may go missing"
+        ),
+        cases=("L6", "MPI1"),
+        fix=(
+            "keep the claim for the latest value per key only (what the run judges); if every record "
+            "matters, send the stream to a delete topic and compact a changelog of it, or set "
+            "min.compaction.lag.ms above the longest consumer outage you plan for"
+        ),
+        shown_by=lambda v: v.longest_outage(),
+    ),
+    Rule(
+        id="record_too_large",
+        title="records larger than the topic or the producer accepts",
+        when=(
+            "the largest [traffic] value (size, or the top of sizes) plus 100 bytes of batch overhead is "
+            "above the topic's max.message.bytes or the producer's message.max.bytes"
+        ),
+        test=lambda v: (
+            v.record_size is not None
+            and v.record_size > min(v.number("max.message.bytes"), v.number("message.max.bytes"))
+        ),
+        keys=("traffic.size", "max.message.bytes", "message.max.bytes"),
+        anomalies=(),
+        effect="definite send failures",
+        why=(
+            "librdkafka fails a message above its message.max.bytes before sending it, and the broker "
+            "refuses a batch above the topic's max.message.bytes (MSG_SIZE_TOO_LARGE): every such send "
+            "fails, and no retry helps. The audit counts them failed — never acknowledged, so not lost — and "
+            "no guarantee is broken, but the application loses those records unless it handles the failed "
+            "delivery. With compression the broker checks the compressed batch: the harness's padding "
+            "compresses far better than real values, so a run may not show it"
+        ),
+        cases=("L2",),
+        fix=(
+            "max.message.bytes (topic) and message.max.bytes (producer) above the largest record plus its "
+            "batch overhead, or smaller records (split them, or send a reference to external storage)"
+        ),
+    ),
+    Rule(
+        id="request_size_mismatch",
+        title="the producer builds batches the topic refuses",
+        when=(
+            "the producer's message.max.bytes (Java: max.request.size) or batch.size is above the topic's "
+            "max.message.bytes"
+        ),
+        test=lambda v: (
+            max(v.number("message.max.bytes"), v.number("batch.size")) > v.number("max.message.bytes")
+        ),
+        keys=("message.max.bytes", "batch.size", "max.message.bytes"),
+        anomalies=(),
+        effect="sends refused by the broker",
+        why=(
+            "librdkafka accepts a record up to its message.max.bytes and fills batches up to batch.size; the "
+            "broker refuses a batch above the topic's max.message.bytes (MSG_SIZE_TOO_LARGE) and librdkafka "
+            "fails every record in it: records (or full batches under load) between the two limits pass "
+            "the client's check and fail at the broker, after the send. The audit counts them failed, so no "
+            "guarantee is broken; the application loses them unless it handles the failed delivery"
+        ),
+        cases=("L2",),
+        fix=(
+            "message.max.bytes and batch.size at most the topic's max.message.bytes (or raise "
+            "max.message.bytes on the topic)"
+        ),
+    ),
+    Rule(
         id="no_spare_replica",
         title="no replica to spare: one broker down stops the writes",
         when="replication_factor = 1, or acks=all with min.insync.replicas >= replication_factor",
@@ -503,14 +666,24 @@ def _is_listed(message: str) -> bool:
     return any(r.fragment in message for r in REFUSALS)
 
 
+def _key_fix(key: str, message: str) -> str:
+    """What to do about a key librdkafka refused alone; a Java-only key gets librdkafka's equivalent."""
+    equivalent = JAVA_ONLY.get(key)
+    if equivalent is not None and "No such configuration property" in message:
+        return (
+            f"a Java client setting librdkafka does not have; librdkafka's {equivalent} does that work: "
+            f"write {equivalent} instead"
+        )
+    return key_fix(key, message, _KNOWN_KEYS)
+
+
 def _check_side(side: Side, settings: tuple[Setting, ...]) -> tuple[list[Problem], list[str]]:
     by_key = {s.key: s for s in settings}
     # a refused combination with a default (max.poll.interval.ms below the default session) is the
     # combination's problem, reported with every key it names below
     found = refusals(side, {s.key: s.value for s in settings}, combination=_is_listed)
     problems = [
-        Problem(side, (by_key[key],), alone, key_fix(key, alone, _KNOWN_KEYS))
-        for key, alone in found.keys.items()
+        Problem(side, (by_key[key],), alone, _key_fix(key, alone)) for key, alone in found.keys.items()
     ]
     if found.combination is not None:
         error = found.combination
@@ -619,9 +792,18 @@ def derive(gate: GateFile) -> LintResult:
     """Evaluate every rule on the gate's effective settings (pure: no client is built)."""
     view = View.of(gate)
     findings = tuple(
-        Finding(rule, tuple(view.setting(k) for k in rule.keys)) for rule in RULES if rule.test(view)
+        Finding(_for(rule, view), tuple(view.setting(k) for k in rule.keys))
+        for rule in RULES
+        if rule.test(view)
     )
     return LintResult(gate.guarantee, findings)
+
+
+def _for(rule: Rule, view: View) -> Rule:
+    """``rule`` with the cases that show it for this configuration (:attr:`Rule.shown_by`)."""
+    if rule.shown_by is None:
+        return rule
+    return replace(rule, cases=rule.shown_by(view) or rule.cases)
 
 
 def lint_gate(gate: GateFile) -> tuple[ClientCheck, LintResult]:

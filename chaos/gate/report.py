@@ -151,6 +151,9 @@ class Attempt:
     seconds: float | None = None
     cut_short: str | None = None
     measures: tuple[Measure, ...] = ()
+    notes: tuple[str, ...] = ()
+    """What the gate changed in the case's run or the log policy did there, in words: the team's traffic
+    (or why the case does not take it), values compacted or expired on purpose."""
 
     def __post_init__(self) -> None:
         if self.verdict not in (None, "pass", "fail", "unknown"):
@@ -176,6 +179,7 @@ class Attempt:
         seconds: float | None = None,
         cut_short: str | None = None,
         measures: Sequence[Measure] = (),
+        notes: Sequence[str] = (),
     ) -> Attempt:
         """An attempt from a finished run's verdict, audit counts, measured thresholds and measures."""
         return cls(
@@ -192,6 +196,7 @@ class Attempt:
             seconds,
             cut_short,
             tuple(measures),
+            tuple(notes),
         )
 
     @property
@@ -208,6 +213,8 @@ class Attempt:
         """What made this attempt not pass, with numbers: forbidden anomalies, broken and unmeasured
         thresholds, why it is inconclusive, the harness error."""
         lines = [f"{name}: {self.anomalies.get(name, 0)} (forbidden)" for name in self.failed_by]
+        if "expired_unread" in self.failed_by:
+            lines += [note for note in self.notes if note.startswith("expired ")]
         lines += [f"threshold {t.measurement().describe()}" for t in self.thresholds if not t.passed]
         lines += [f"inconclusive: {reason}" for reason in self.reasons]
         if self.cut_short:
@@ -232,6 +239,7 @@ class Attempt:
             "seconds": self.seconds,
             "cut_short": self.cut_short,
             "measures": {m.name: m.to_dict() for m in self.measures},
+            "notes": list(self.notes),
         }
 
     def observed(self) -> tuple[Measure, ...]:
@@ -260,6 +268,7 @@ class Attempt:
             data.get("seconds"),
             data.get("cut_short"),
             tuple(Measure.from_dict(n, measures[n]) for n in MEASURES if n in measures),
+            tuple(data.get("notes", ())),
         )
 
 
@@ -660,6 +669,10 @@ class GateReport:
                 f"- **{c.case}** ({c.outcome}): {_cell('; '.join(c.problems()) or '—')}" for c in trouble
             ]
             lines += [f"- harness: {_cell(e)}" for e in self.errors]
+        noted = [(c.case, c.last.notes) for c in self.cases if c.last is not None and c.last.notes]
+        if noted:
+            lines += ["", "### Traffic and log policy", ""]
+            lines += [f"- **{case}**: {_cell('; '.join(notes))}" for case, notes in noted]
         lines += self._baseline_markdown()
         lines += self._calibration_markdown()
         if self.lint_not_kept and not self.reproduced():

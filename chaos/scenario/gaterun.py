@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -32,8 +32,15 @@ import pytest
 from chaos import versions
 from chaos.errors import ChaosError
 from chaos.gate.baseline import describe_rule, observe
-from chaos.gate.cases import CasePlan, plan_cases
-from chaos.gate.gatefile import ClientSettings, GateFile, GateFileError, canonical, is_secret
+from chaos.gate.cases import TRAFFIC_NOT_APPLICABLE, CasePlan, plan_cases
+from chaos.gate.gatefile import (
+    LOG_POLICY_KEYS,
+    ClientSettings,
+    GateFile,
+    GateFileError,
+    canonical,
+    is_secret,
+)
 from chaos.gate.lint import LintResult
 from chaos.gate.report import (
     GATE_MD_NAME,
@@ -54,6 +61,7 @@ from chaos.scenario.api import GATE_PLUGIN
 from chaos.scenario.model import Scenario, Setting, Variant
 
 if TYPE_CHECKING:
+    from chaos.audit.model import Removal
     from chaos.scenario.result import ScenarioResult
     from chaos.scenario.runner import ScenarioRun
 
@@ -135,6 +143,10 @@ def gate_variant(scenario: Scenario, gate: GateFile, timeline: str | None = None
         "unclean.leader.election.enable": gate.topic_setting("unclean.leader.election.enable").value
         == "true",
     }
+    for key in LOG_POLICY_KEYS:  # the broker's defaults where the file gives none
+        if gate.topic_given(key):
+            value = gate.topic_setting(key).value
+            topic[key] = value if key == "cleanup.policy" else int(value)
     source = gate.path.name if gate.path is not None else "the gate file"
     return Variant(
         base.name,
@@ -154,6 +166,42 @@ def config_notes(gate: GateFile) -> tuple[str, ...]:
     _, producer = _client_config(None, gate.producer)
     _, consumer = _client_config(None, gate.consumer.settings if gate.consumer else None)
     return (*(f"producer {n}" for n in producer), *(f"consumer {n}" for n in consumer))
+
+
+def traffic_not_applicable(case: str, client_library: str = "librdkafka") -> str | None:
+    """Why ``case``'s run does not take the gate file's ``[traffic]`` (``None``: it does)."""
+    if client_library == "java":
+        return "the Java client's producer takes a key count only, no traffic shape"
+    return TRAFFIC_NOT_APPLICABLE.get(case)
+
+
+def removal_notes(removals: Sequence[Removal], topic: str | None) -> tuple[str, ...]:
+    """What the topic's log policy removed in a run, in words: ``compacted 340 (cleanup.policy=compact):
+    superseded by a later value of their key, by design``; ``expired_unread 57 of expired 120
+    (retention.ms=5000): removed by retention before the group read them``."""
+    mine = [r for r in removals if r.topic == topic] or list(removals)
+    notes: list[str] = []
+    compacted = sum(r.compacted for r in mine)
+    expired = sum(r.expired for r in mine)
+    unread = sum(r.expired_unread for r in mine)
+    policy = next((r for r in mine), None)
+    if compacted and policy is not None:
+        notes.append(
+            f"compacted {compacted} (cleanup.policy={policy.cleanup_policy}): values superseded by a later "
+            "value of their key, removed by the cleaner as compaction promises — not lost"
+        )
+    if expired and policy is not None:
+        what = f"expired {expired}" + (f", {unread} of them unread by the group" if unread else "")
+        retention = f"retention.ms={policy.retention_ms}"
+        if policy.retention_bytes is not None and policy.retention_bytes >= 0:
+            retention += f", retention.bytes={policy.retention_bytes}"
+        deleted = any(r.deleted_to is not None for r in mine)
+        cause = "retention or DeleteRecords" if deleted else "retention"
+        notes.append(
+            f"{what} ({retention}, cleanup.policy={policy.cleanup_policy}): removed by {cause}"
+            + (" before the group read them: retention shorter than the group's outage" if unread else "")
+        )
+    return tuple(notes)
 
 
 def gate_scenario(scenario: Scenario, variant: Variant) -> Scenario:
@@ -255,6 +303,18 @@ class GateCase:
             run_id="-", verdict=None, error=f"{type(exc).__name__}: {_first_line(exc)}", seconds=seconds
         )
 
+    def _traffic(self, run: ScenarioRun) -> tuple[str, ...]:
+        """Hand the gate file's ``[traffic]`` to the run (every producer the case starts without a traffic
+        of its own takes it), or say why this case's run does not take it."""
+        traffic = self.session.gate.traffic
+        if traffic is None:
+            return ()
+        why = traffic_not_applicable(self.scenario.case_id, getattr(run, "client_library", "librdkafka"))
+        if why is not None:
+            return (f"traffic not applicable: {why}",)
+        run.traffic = traffic.for_run()
+        return (f"traffic: {traffic.describe()}",)
+
     def _attempt(
         self, factory: RunFactory, variant: Variant, body: Body, fixtures: Mapping[str, Any]
     ) -> Attempt:
@@ -264,6 +324,9 @@ class GateCase:
         run: ScenarioRun
         with factory(gate_scenario(self.scenario, variant), variant.name) as run:
             for note in self.session.notes:
+                run.note(f"gate: {note}")
+            notes = self._traffic(run)
+            for note in notes:
                 run.note(f"gate: {note}")
             try:
                 body(run, **fixtures)
@@ -289,6 +352,7 @@ class GateCase:
             seconds=time.monotonic() - started,
             cut_short=cut_short,
             measures=observe(result.audit.facts, result.events),
+            notes=(*notes, *removal_notes(result.audit.facts.removals, getattr(run, "topic", None))),
         )
         if attempt.outcome in ("fail", "unknown") and self.session.gate.retries:
             # before a retry: the run healed its faults; the retry starts on a cluster with full ISRs
@@ -408,6 +472,8 @@ class GateSession:
             "topic": {s.key: s.value for s in gate.topic},
             "not_passed_to_the_run": list(self.notes),
         }
+        if gate.traffic is not None:
+            data["traffic"] = gate.traffic.to_dict()
         if gate.consumer is not None:
             data["consumer"] = gate.consumer.settings.as_dict()
             data["commit"] = gate.consumer.commit.value
@@ -482,6 +548,13 @@ class GatePlugin:
             *(f"chaos gate: {note}" for note in self.session.notes),
         ]
         plan = self.session.plan
+        if gate.traffic is not None:
+            lines.append(f"chaos gate: traffic of every case's producers: {gate.traffic.describe()}")
+            client = str(config.getoption("--chaos-client", None) or "librdkafka")
+            for case in plan.run if plan is not None else ():
+                why = traffic_not_applicable(case, client)
+                if why is not None:
+                    lines.append(f"chaos gate: traffic not applicable to {case}: {why}")
         if plan is not None:
             lines.append(f"chaos gate: cases {', '.join(plan.run) or 'none'} ({plan.describe()})")
             if plan.not_run:

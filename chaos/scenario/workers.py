@@ -95,6 +95,18 @@ class RunWorkers:
         self.streams: dict[str, str] = {}
         """Producer -> the guarantee of the client profile it was handed (``client=``): its values are
         judged by that guarantee, the rest by the variant's (:func:`chaos.gate.policy.judge`)."""
+        self.traffic: Traffic | None = None
+        """The run's default traffic: a producer started without a ``traffic`` of its own takes it (the
+        gate's ``[traffic]``); one without a rate (as fast as acks come) takes it without its rate pattern."""
+
+    def default_traffic(self, traffic: Traffic | None, rate: float | None) -> Traffic | None:
+        """``traffic``, else the run's :attr:`traffic` (its rate pattern dropped for a producer without a
+        rate: a case's prefill keeps its pace)."""
+        if traffic is not None or self.traffic is None:
+            return traffic
+        if rate is None:
+            return dataclasses.replace(self.traffic, burst=None, steps=None)
+        return self.traffic
 
     @property
     def context(self) -> RunContext:
@@ -228,7 +240,7 @@ class RunWorkers:
         transactional variant (see :meth:`stream_context`).
         On the Java client (:attr:`client_library`) a :class:`~chaos.workload.java_client.JavaProducer`
         with the same interface and events (``keys`` only: a traffic shape is refused there)."""
-        spec_keys, shaped = producer_traffic(keys, traffic)
+        spec_keys, shaped = producer_traffic(keys, self.default_traffic(traffic, rate))
         spec = ProducerSpec(
             name=name,
             topic=topic,
@@ -271,7 +283,7 @@ class RunWorkers:
         run stops it when it ends (unless it was killed). ``client_path``: see :meth:`context_on`;
         ``client``, ``role``: see :meth:`stream_context`; ``keys``, ``traffic``: see :meth:`producer` (a
         resent value is the same record: every draw is a function of the seed and the sequence)."""
-        spec_keys, shaped = producer_traffic(keys, traffic)
+        spec_keys, shaped = producer_traffic(keys, self.default_traffic(traffic, rate))
         spec = ProcessProducerSpec(
             name=name,
             rate=rate,
@@ -319,7 +331,7 @@ class RunWorkers:
         ``pause()`` / ``resume()`` are the caller's.
         ``abort_rate`` / ``abort_txns``: transactions aborted on purpose (drawn from the run's seed).
         ``keys``, ``traffic``: see :meth:`producer`."""
-        spec_keys, shaped = producer_traffic(keys, traffic)
+        spec_keys, shaped = producer_traffic(keys, self.default_traffic(traffic, rate))
         spec = TxnProducerSpec(
             name=name,
             txn_size=txn_size,

@@ -13,7 +13,7 @@ from typing import Final
 
 import pytest
 
-from chaos.gate.gatefile import THRESHOLD_KEYS, TOP_KEYS, TOPIC_KEYS
+from chaos.gate.gatefile import THRESHOLD_KEYS, TOP_KEYS, TOPIC_KEYS, TRAFFIC_KEYS
 from chaos.gate.lint import RULES, rules_markdown
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -159,10 +159,10 @@ def test_the_docs_rules_table_is_generated_from_the_code() -> None:
 
 def test_the_docs_describe_every_key() -> None:
     text = DOC.read_text(encoding="utf-8")
-    tables = ("producer", "consumer", "topic", "thresholds", "baseline")
+    tables = ("producer", "consumer", "topic", "traffic", "thresholds", "baseline")
     for table in tables:
         assert f"`[{table}]`" in text, f"docs/gate.md does not describe [{table}]"
-    keys = (*TOP_KEYS, *TOPIC_KEYS, *THRESHOLD_KEYS, "file", "settings", "commit", "transform")
+    keys = (*TOP_KEYS, *TOPIC_KEYS, *TRAFFIC_KEYS, *THRESHOLD_KEYS, "file", "settings", "commit", "transform")
     for key in (*keys, "tolerance", "min_change_s"):
         assert key in tables or f"| `{key}`" in text, f"docs/gate.md's tables do not describe {key}"
 

@@ -88,7 +88,17 @@ def test_a_minimal_file_takes_kafkas_topic_defaults(tmp_path: Path) -> None:
         "replication_factor": ("1", "Kafka default"),
         "min.insync.replicas": ("1", "Kafka default"),
         "unclean.leader.election.enable": ("false", "Kafka default"),
+        "cleanup.policy": ("delete", "Kafka default"),
+        "retention.ms": ("604800000", "Kafka default"),
+        "retention.bytes": ("-1", "Kafka default"),
+        "segment.bytes": ("1073741824", "Kafka default"),
+        "segment.ms": ("604800000", "Kafka default"),
+        "max.message.bytes": ("1048588", "Kafka default"),
+        "min.compaction.lag.ms": ("0", "Kafka default"),
+        "delete.retention.ms": ("86400000", "Kafka default"),
     }
+    assert gate.traffic is None
+    assert not gate.topic_given("retention.ms")
 
 
 def test_the_kafka_version_is_one_the_harness_supports(tmp_path: Path) -> None:
@@ -348,3 +358,152 @@ def test_key_lines_find_dotted_quoted_and_table_keys() -> None:
     assert lines[("producer", "settings", "max.in.flight")] == 5
     assert lines[("producer", "settings", "linger.ms")] == 6
     assert lines[("topic", "inline")] == 8
+
+
+def test_the_topics_log_policy_is_read_with_its_lines(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        guarantee = "at_least_once"
+        [producer]
+        [topic]
+        "cleanup.policy" = "delete, compact"
+        "retention.ms" = 3000
+        "retention.bytes" = -1
+        "segment.bytes" = 1048576
+        "segment.ms" = 1000
+        "max.message.bytes" = 2097152
+        "min.compaction.lag.ms" = 0
+        "delete.retention.ms" = 60000
+        """,
+    )
+    gate = load_gate(path)
+    assert gate.topic_setting("cleanup.policy").value == "compact,delete"  # one spelling, sorted
+    assert str(gate.topic_setting("retention.ms").origin) == f"{path}:5"
+    assert gate.topic_given("segment.ms")
+    assert gate.topic_setting("max.message.bytes").value == "2097152"
+    assert (
+        load_gate(
+            write(
+                tmp_path, 'guarantee = "at_least_once"\n[producer]\n[topic]\n"cleanup.policy" = ["compact"]\n'
+            )
+        )
+        .topic_setting("cleanup.policy")
+        .value
+        == "compact"
+    )
+
+
+def test_a_bad_log_policy_says_what_kafka_takes(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        guarantee = "at_least_once"
+        [producer]
+        [topic]
+        "cleanup.policy" = "compacted"
+        "retention.ms" = -2
+        "segment.bytes" = 1024
+        "max.message.bytes" = "1MB"
+        "delete.retention.ms" = 1.5
+        "retention.msec" = 10
+        """,
+    )
+    text = problems(path)
+    assert (
+        f'{path}:4: topic.cleanup.policy: expected "delete" (retention removes old segments), "compact"'
+        in text
+    )
+    assert f"{path}:5: topic.retention.ms: expected milliseconds >= 0, or -1 (keep forever); got -2" in text
+    assert f"{path}:6: topic.segment.bytes: expected bytes, 1048576..2147483647 (Kafka 4 refuses" in text
+    assert f"{path}:7: topic.max.message.bytes: expected bytes of one record batch" in text
+    assert f"{path}:8: topic.delete.retention.ms: expected milliseconds >= 0; got 1.5" in text
+    assert f"{path}:9: topic.retention.msec: unknown key; did you mean 'retention.ms'?" in text
+
+
+def test_the_traffic_table(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        guarantee = "at_least_once"
+        [producer]
+        [traffic]
+        sizes = [[200, 0.9], [20000, 0.1]]
+        keys = 12
+        key_skew = "zipf"
+        tombstones = 0.05
+        headers = { source = "billing" }
+        rate = 40
+        burst = [2, 1]
+        """,
+    )
+    gate = load_gate(path)
+    traffic = gate.traffic
+    assert traffic is not None
+    assert traffic.max_size == 20000
+    assert (traffic.traffic.keys, traffic.traffic.key_skew, traffic.traffic.tombstones) == (12, "zipf", 0.05)
+    assert traffic.traffic.headers == (("source", "billing"),)
+    assert (traffic.rate, traffic.burst) == (40.0, (2.0, 1.0))
+    run = traffic.for_run()
+    assert run.steps == ((40.0, 2.0), (0.0, 1.0))  # on at the team's rate, then silence
+    assert str(traffic.setting("sizes").origin) == f"{path}:4"  # type: ignore[union-attr]
+    assert traffic.describe() == (
+        "values of 200..20000 bytes, 12 keys (zipf), 5% tombstones, headers source; 40 msg/s, bursts of 2 s "
+        "every 3 s"
+    )
+    steady = load_gate(write(tmp_path, 'guarantee = "at_least_once"\n[producer]\n[traffic]\nrate = 10\n'))
+    assert steady.traffic is not None
+    assert steady.traffic.for_run().steps == ((10.0, 3600.0),)
+    burst = load_gate(write(tmp_path, 'guarantee = "at_least_once"\n[producer]\n[traffic]\nburst = [1, 2]\n'))
+    assert burst.traffic is not None
+    assert burst.traffic.for_run().burst == (1.0, 2.0)  # at each case's own rate
+    keyless = load_gate(
+        write(tmp_path, 'guarantee = "at_least_once"\n[producer]\n[traffic]\nkeyless = true\n')
+    )
+    assert keyless.traffic is not None
+    assert keyless.traffic.keyless
+
+
+def test_a_bad_traffic_table_says_how_to_fix_it(tmp_path: Path) -> None:
+    def one(body: str) -> str:
+        return problems(write(tmp_path, f'guarantee = "at_least_once"\n[producer]\n[traffic]\n{body}\n'))
+
+    assert "traffic.size: expected a value size in bytes" in one("size = 0")
+    assert "set size (one fixed size) or sizes (a distribution), not both" in one("size = 10\nsizes = [1, 5]")
+    assert "give keys = N (the key space) or keyless = true, not both" in one("keys = 4\nkeyless = true")
+    assert "traffic.tombstones: a tombstone deletes a key, and these records are keyless" in one(
+        "keyless = true\ntombstones = 0.1"
+    )
+    assert "traffic.rate: expected messages/s per producer, > 0" in one("rate = -5")
+    assert "traffic.burst: expected [on_s, off_s], both seconds > 0" in one("burst = [1]")
+    assert "traffic.sise: unknown key; did you mean 'size'?" in one("sise = 100")
+
+
+def test_keyless_records_on_a_compacted_topic_are_refused(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        guarantee = "at_least_once"
+        [producer]
+        [topic]
+        "cleanup.policy" = "compact"
+        [traffic]
+        keyless = true
+        """,
+    )
+    text = problems(path)
+    assert f"{path}:6: traffic.keyless: a compacted topic (cleanup.policy=compact, {path}:4) refuses" in text
+    assert "give the records keys (keys = N), or drop compact from cleanup.policy" in text
+
+
+def test_the_log_policy_and_traffic_examples_load() -> None:
+    compacted = load_gate(EXAMPLES / "gate-compacted.toml")
+    assert compacted.topic_setting("cleanup.policy").value == "compact"
+    assert compacted.traffic is not None
+    assert compacted.traffic.traffic.tombstones == 0.05
+    short = load_gate(EXAMPLES / "gate-short-retention.toml")
+    assert short.topic_setting("retention.ms").value == "3000"
+    assert short.cases == ("L6",)
+    fixed = load_gate(EXAMPLES / "gate-realistic-fixed.toml")
+    assert fixed.consumer is not None
+    assert fixed.consumer.commit.value == "after_processing"

@@ -8,9 +8,19 @@ from typing import Any
 
 import pytest
 
-from chaos.gate.gatefile import ClientSettings, ConsumerSide, GateFile, GateFileError, Origin, Setting
+from chaos.gate.cases import CONSUMER_OUTAGE, DEFAULT_CASES
+from chaos.gate.gatefile import (
+    ClientSettings,
+    ConsumerSide,
+    GateFile,
+    GateFileError,
+    GateTraffic,
+    Origin,
+    Setting,
+)
 from chaos.gate.lint import REFUSALS, RULES, Refusal, check_clients, derive, lint_gate
 from chaos.gate.policy import FATAL
+from chaos.workload import Traffic
 
 WHERE = Origin("test.toml", 7)
 STRONG_PRODUCER: Mapping[str, Any] = {"enable.idempotence": True}
@@ -24,6 +34,8 @@ def gate(
     transform: bool = False,
     topic: Mapping[str, Any] | None = None,
     guarantee: str = "at_least_once",
+    traffic: GateTraffic | None = None,
+    cases: tuple[str, ...] | None = None,
 ) -> GateFile:
     """A gate in code; by default the strong configuration (idempotent, commit after processing, RF 3 /
     min.insync.replicas 2, unclean off)."""
@@ -43,7 +55,13 @@ def gate(
             Setting(k, str(v).lower() if isinstance(v, bool) else str(v), WHERE)
             for k, v in topic_values.items()
         ),
+        traffic=traffic,
+        cases=cases,
     )
+
+
+def sized(size: int) -> GateTraffic:
+    return GateTraffic(Traffic(size=size), settings=(Setting("traffic.size", str(size), WHERE),))
 
 
 def fired(g: GateFile) -> set[str]:
@@ -88,6 +106,24 @@ RULE_CASES: dict[str, tuple[GateFile, GateFile]] = {
         gate(topic={"replication_factor": 3, "min.insync.replicas": 2}),
     ),
     "single_copy": (gate(topic={"min.insync.replicas": 1}), gate(topic={"min.insync.replicas": 2})),
+    # L6's group is away ~10 s (its member killed, its successor assigned after the session): 3 s of
+    # retention expires what it had not read; a day does not
+    "retention_shorter_than_outage": (
+        gate(topic={"retention.ms": 3000}, cases=("L6",)),
+        gate(topic={"retention.ms": 86_400_000}, cases=("L6",)),
+    ),
+    "compaction_latest_value_only": (
+        gate(topic={"cleanup.policy": "compact"}),
+        gate(topic={"cleanup.policy": "delete"}),
+    ),
+    "record_too_large": (
+        gate(topic={"max.message.bytes": 100_000}, traffic=sized(200_000)),
+        gate(topic={"max.message.bytes": 1_048_588}, traffic=sized(200_000)),
+    ),
+    "request_size_mismatch": (
+        gate({**STRONG_PRODUCER, "message.max.bytes": 2_000_000}),
+        gate({**STRONG_PRODUCER, "message.max.bytes": 1_000_000}),
+    ),
 }
 
 
@@ -307,3 +343,75 @@ def test_the_check_is_fast() -> None:
     elapsed = time.monotonic() - started
     assert [s.key for p in check.problems for s in p.settings] == ["acsk"]
     assert elapsed < 1.0, f"the librdkafka check took {elapsed:.2f} s"
+
+
+# --- the log policy and the traffic -------------------------------------------------------------------------
+
+
+def test_retention_is_judged_against_the_outage_of_the_cases_the_gate_runs() -> None:
+    """The default set's longest outage is ISR2's (15 s): retention below it expires records in ISR2 and in
+    every default case whose outage is longer than the retention, named longest first."""
+    longest = max(CONSUMER_OUTAGE[c].seconds for c in DEFAULT_CASES)
+    finding = next(
+        f
+        for f in derive(gate(topic={"retention.ms": 9000})).violations
+        if f.rule.id == "retention_shorter_than_outage"
+    )
+    assert finding.rule.cases == ("ISR2", "MPI1")  # 15 s and 12 s; L2's 8 s is inside 9 s
+    assert finding.rule.breaks == ("at_least_once", "idempotent", "exactly_once")
+    assert [s.key for s in finding.settings] == ["retention.ms", "cleanup.policy"]
+    assert "retention_shorter_than_outage" not in fired(gate(topic={"retention.ms": int(longest * 1000)}))
+    # retention by size only, forever, or a compacted topic: no time retention to outrun
+    assert "retention_shorter_than_outage" not in fired(gate(topic={"retention.ms": -1}))
+    assert "retention_shorter_than_outage" not in fired(
+        gate(topic={"retention.ms": 1000, "cleanup.policy": "compact"})
+    )
+    both = fired(gate(topic={"retention.ms": 1000, "cleanup.policy": "compact,delete"}))
+    assert {"retention_shorter_than_outage", "compaction_latest_value_only"} <= both
+    # at most once accepts the loss: found, not a violation
+    result = derive(gate(topic={"retention.ms": 1000}, guarantee="at_most_once"))
+    assert result.kept
+    assert "retention_shorter_than_outage" in {f.rule.id for f in result.others}
+
+
+def test_every_catalog_case_has_a_consumer_outage() -> None:
+    from chaos.scenario import discover
+
+    catalog = {s.case_id for s in discover()}
+    assert set(CONSUMER_OUTAGE) == catalog
+    assert all(o.why.strip() and o.seconds >= 0 for o in CONSUMER_OUTAGE.values())
+
+
+def test_compaction_is_reported_with_what_it_promises_and_breaks_nothing() -> None:
+    result = derive(gate(topic={"cleanup.policy": "compact"}))
+    assert result.kept
+    (finding,) = [f for f in result.others if f.rule.id == "compaction_latest_value_only"]
+    assert finding.rule.breaks == ()
+    assert "latest value of each key" in finding.rule.why
+    assert finding.rule.cases == ("ISR2",)  # the default case whose group falls furthest behind
+    assert "compaction_latest_value_only" not in fired(
+        gate(topic={"cleanup.policy": "compact"}, guarantee="at_most_once")
+    )
+
+
+def test_record_sizes_count_the_batch_overhead_and_both_limits() -> None:
+    assert "record_too_large" in fired(gate(topic={"max.message.bytes": 1000}, traffic=sized(950)))
+    assert "record_too_large" not in fired(gate(topic={"max.message.bytes": 1100}, traffic=sized(950)))
+    # librdkafka's own message.max.bytes (1000000) refuses before the broker's 1048588 would
+    assert "record_too_large" in fired(gate(traffic=sized(1_000_000)))
+    assert "record_too_large" not in fired(gate())  # bare value ids: no size to judge
+
+
+def test_a_batch_size_above_the_topics_limit_is_a_mismatch() -> None:
+    found = derive(gate({**STRONG_PRODUCER, "batch.size": 500_000}, topic={"max.message.bytes": 200_000}))
+    (finding,) = [f for f in found.others if f.rule.id == "request_size_mismatch"]
+    assert {s.key: s.value for s in finding.settings} == {
+        "message.max.bytes": "1000000",
+        "batch.size": "500000",
+        "max.message.bytes": "200000",
+    }
+
+
+def test_a_java_only_size_key_names_librdkafkas_equivalent() -> None:
+    (problem,) = check_clients(gate({**STRONG_PRODUCER, "max.request.size": 2_000_000})).problems
+    assert "librdkafka's message.max.bytes does that work: write message.max.bytes instead" in problem.fix

@@ -297,3 +297,30 @@ def test_redact_masks_every_secret_key_at_any_depth() -> None:
         "nested": {"basic.auth.user.info.password": MASK, "linger.ms": 5},
         "sasl.username": "alice",
     }
+
+
+def test_the_log_policy_and_traffic_notes_in_gate_md_and_the_retention_in_why(tmp_path: Path) -> None:
+    expired = (
+        "expired 300, 270 of them unread by the group (retention.ms=3000, cleanup.policy=delete): removed by "
+        "retention before the group read them: retention shorter than the group's outage"
+    )
+    l6 = Attempt(
+        "l6-1",
+        "fail",
+        ("expired_unread",),
+        {"expired_unread": 270},
+        notes=("traffic: values of 500 bytes, 16 keys (sequential); the case's rate", expired),
+    )
+    compacted = "compacted 340 (cleanup.policy=compact): values superseded by a later value of their key"
+    l2 = Attempt("l2-1", "pass", notes=(compacted,))
+    o6 = Attempt("o6-1", "pass", notes=("traffic not applicable: its own transform's output",))
+    gate = report(case("L6", l6), case("L2", l2), case("O6", o6))
+    md = gate.markdown()
+    assert f"- **L6** (fail): expired_unread: 270 (forbidden); {expired}" in md
+    assert "### Traffic and log policy" in md
+    assert f"- **L2**: {compacted}" in md
+    assert "- **O6**: traffic not applicable: its own transform's output" in md
+    write_gate(tmp_path, gate)
+    back = read_gate(tmp_path)
+    assert back is not None
+    assert back.cases[0].attempts[0].notes == l6.notes  # gate.json keeps them

@@ -159,3 +159,104 @@ def test_the_default_case_set_and_a_chosen_one(tmp_path: Path, catalog: dict[str
     wrong = gate_file(tmp_path, 'guarantee = "idempotent"\ncases = ["L6"]\n[producer.settings]\n')
     with pytest.raises(GateFileError, match="L6 needs a consumer"):
         gate_cases(wrong, known)
+
+
+# --- the team's topic and traffic ---------------------------------------------------------------------------
+
+
+def test_the_log_policy_given_reaches_every_cases_run_topic(
+    tmp_path: Path, catalog: dict[str, Scenario]
+) -> None:
+    gate = gate_file(
+        tmp_path,
+        """
+        guarantee = "at_least_once"
+        [producer.settings]
+        "enable.idempotence" = true
+        [topic]
+        "min.insync.replicas" = 2
+        "cleanup.policy" = "compact"
+        "segment.ms" = 1000
+        "max.message.bytes" = 2097152
+        """,
+    )
+    for case in ("PB1", "L2", "O1"):
+        variant = gate_variant(catalog[case], gate)
+        assert variant.topic_config == {
+            "min.insync.replicas": 2,
+            "unclean.leader.election.enable": False,
+            "cleanup.policy": "compact",
+            "segment.ms": 1000,
+            "max.message.bytes": 2097152,
+        }, case  # what the file does not give stays the broker's (no retention.ms here)
+        assert variant.topic_settings()["cleanup.policy"] == "compact"  # as create_topic takes it
+
+
+class _Run:
+    """What GateCase hands the traffic to: a run's default traffic and its client library."""
+
+    def __init__(self, client_library: str = "librdkafka") -> None:
+        self.client_library = client_library
+        self.traffic: object = None
+
+
+def test_the_traffic_is_the_runs_default_or_not_applicable(
+    tmp_path: Path, catalog: dict[str, Scenario]
+) -> None:
+    from chaos.scenario.gaterun import GateCase, GateSession, traffic_not_applicable
+
+    path = tmp_path / "gate.toml"
+    path.write_text(
+        'guarantee = "idempotent"\n[producer.settings]\n"enable.idempotence" = true\n'
+        "[traffic]\nsize = 500\nkeys = 4\nrate = 20\n",
+        encoding="utf-8",
+    )
+    session = GateSession.load(path, tmp_path, junit=None, calibrate=False, allow_flaky=False)
+    run = _Run()
+    notes = GateCase(catalog["O1"], session)._traffic(run)  # type: ignore[arg-type]
+    assert notes == ("traffic: values of 500 bytes, 4 keys (sequential); 20 msg/s",)
+    assert run.traffic == session.gate.traffic.for_run()  # type: ignore[union-attr]
+    o6 = _Run()
+    (note,) = GateCase(catalog["O6"], session)._traffic(o6)  # type: ignore[arg-type]
+    assert note.startswith("traffic not applicable: the records it judges are its own transform's output")
+    assert o6.traffic is None
+    java = _Run("java")
+    (note,) = GateCase(catalog["L2"], session)._traffic(java)  # type: ignore[arg-type]
+    assert (
+        note == "traffic not applicable: the Java client's producer takes a key count only, no traffic shape"
+    )
+    assert traffic_not_applicable("D1") is None
+
+
+def test_a_producer_takes_the_runs_traffic_unless_it_brings_its_own() -> None:
+    from chaos.scenario.workers import UNSET, RunWorkers, producer_traffic
+    from chaos.workload import Traffic
+
+    workers = RunWorkers()
+    assert workers.default_traffic(None, 50.0) is None  # no gate traffic: the records as they were
+    workers.traffic = Traffic(size=300, keys=None, steps=((20.0, 3600.0),))
+    assert workers.default_traffic(None, 50.0) == workers.traffic
+    # a prefill (as fast as acks come) keeps its pace: the shape without the rate pattern
+    prefill = workers.default_traffic(None, None)
+    assert prefill is not None
+    assert (prefill.size, prefill.keys, prefill.steps, prefill.burst) == (300, None, None, None)
+    own = Traffic(keys=8)
+    assert workers.default_traffic(own, 50.0) is own
+    # keyless: the spec keeps its default key count, the records carry no key
+    assert producer_traffic(UNSET, workers.default_traffic(None, 50.0))[0] == 16
+
+
+def test_what_the_log_policy_removed_reads_as_sentences() -> None:
+    from chaos.audit.model import Removal
+    from chaos.scenario.gaterun import removal_notes
+
+    def removal(policy: str, expired: int, compacted: int, unread: int) -> Removal:
+        return Removal("t", 0, policy, 3000, -1, 86_400_000, 120, None, expired, compacted, unread)
+
+    assert removal_notes((removal("delete", 120, 0, 57),), "t") == (
+        "expired 120, 57 of them unread by the group (retention.ms=3000, cleanup.policy=delete): removed by "
+        "retention before the group read them: retention shorter than the group's outage",
+    )
+    (note,) = removal_notes((removal("compact", 0, 340, 0),), "t")
+    assert note.startswith("compacted 340 (cleanup.policy=compact): values superseded by a later value")
+    assert removal_notes((), "t") == ()
