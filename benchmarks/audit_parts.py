@@ -128,7 +128,8 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
         control, acks, deliveries = timed(
             "control events, acks, deliveries (scans)", lambda: job._scanned(F, h, hold)
         )
-        attempts, commits = job._txn_attempts(F, control)
+        driver_rows = job._driver_rows(F, control)
+        attempts, commits = job._txn_attempts(driver_rows)
         per_value, _ = job._per_value(
             F, Window, h, control, log, DEFAULT_OPTIONS, hold, attempts, fast_path=True, commits=commits
         )
@@ -156,7 +157,10 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
             strict=True,
         ):
             timed(label, part.collect)
-        instances = timed("anomaly instances", lambda: job._instances(F, Window, h, per_value, polls, hold))
+        policies = job._log_policies(driver_rows)
+        instances = timed(
+            "anomaly instances", lambda: job._instances(F, Window, h, per_value, polls, hold, policies)
+        )
         union = job._parts(
             F, Window, control, acks, deliveries, per_value, windows, bounds, runs, DEFAULT_OPTIONS, instances
         )

@@ -226,7 +226,8 @@ def spark_audit(
         try:
             control, acks, deliveries = _scanned(F, h, hold)
             # about one row per value; four consumers read it, each shuffling only what it needs
-            attempts, commits = _txn_attempts(F, control)
+            driver_rows = _driver_rows(F, control)
+            attempts, commits = _txn_attempts(driver_rows)
             per_value, scratch = _per_value(
                 F,
                 Window,
@@ -248,7 +249,7 @@ def spark_audit(
             by_part: dict[str, list[Any]] = defaultdict(list)
             spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
             polls = _poll_order(F, Window, control, deliveries, log, per_value, options, hold, spans=spans)
-            policies = _log_policies(F, control)
+            policies = _log_policies(driver_rows)
             instances = _instances(F, Window, h, per_value, polls, hold, policies)
             parts = _parts(
                 F,
@@ -448,19 +449,9 @@ def _parts(
     return union
 
 
-def _log_policies(F: Any, control: DataFrame) -> dict[str, LogPolicies]:
+def _log_policies(rows: list[Any]) -> dict[str, LogPolicies]:
     """Each run's topic policies and partitions' log starts (:class:`~chaos.audit.logpolicy.LogPolicies`,
-    built by the reference's function from the few rows that say them)."""
-    kind = F.col("kind")
-    rows = (
-        control.where(kind.isin("topic_policy", "log_start", "drain_end"))
-        .select(
-            "run_id", "index", "kind", "ts", "topic", "partition", "offset", "action", "outcome",
-            "low_offset", "cleanup_policy", "retention_ms", "retention_bytes", "delete_retention_ms",
-        )
-        .orderBy("run_id", "index")
-        .collect()
-    )  # fmt: skip
+    built by the reference's function from the few rows that say them: :func:`_driver_rows`)."""
     by_run: dict[str, list[Any]] = defaultdict(list)
     for r in rows:
         by_run[r.run_id].append(r)
@@ -794,25 +785,26 @@ def _per_value(
     return clean.unionByName(traced), scratch
 
 
-def _txn_attempts(
-    F: Any, control: DataFrame
-) -> tuple[dict[str, list[TxnAttempt]], dict[tuple[str, int], float]]:
-    """Each run's transaction attempts, paired on the driver by the reference's function (markers are few
-    and ``control`` is in memory), and the mono of every end marker: ``(run_id, index) -> mono``."""
-    markers = (
-        control.where(F.col("kind") == "txn")
+def _driver_rows(F: Any, control: DataFrame) -> list[Any]:
+    """The few control rows the driver decides on — transaction markers, topic policies, log starts and
+    drain ends — in one collect, ordered by ``(run_id, index)``; the index is column ``i`` (a Row's
+    ``index`` is the tuple method)."""
+    return (
+        control.where(F.col("kind").isin("txn", "topic_policy", "log_start", "drain_end"))
         .select(
-            "run_id",
-            F.col("index").alias("i"),
-            "mono",
-            "process",
-            "transactional_id",
-            "action",
-            "outcome",
-            "error",
+            "run_id", F.col("index").alias("i"), "kind", "ts", "mono", "process", "transactional_id",
+            "action", "outcome", "error", "topic", "partition", "offset", "low_offset", "cleanup_policy",
+            "retention_ms", "retention_bytes", "delete_retention_ms",
         )
+        .orderBy("run_id", "index")
         .collect()
-    )
+    )  # fmt: skip
+
+
+def _txn_attempts(rows: list[Any]) -> tuple[dict[str, list[TxnAttempt]], dict[tuple[str, int], float]]:
+    """Each run's transaction attempts, paired on the driver by the reference's function (markers are few:
+    :func:`_driver_rows`), and the mono of every end marker: ``(run_id, index) -> mono``."""
+    markers = [r for r in rows if r.kind == "txn"]
     by_run: dict[str, list[TxnMarkerRow]] = defaultdict(list)
     for m in markers:
         by_run[m.run_id].append((m.i, m.process, m.transactional_id, m.action, m.outcome, m.error))
