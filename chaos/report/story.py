@@ -59,10 +59,16 @@ class Story:
 # ------------------------------------------------------------------------------------------------ words
 
 
+def _since(seconds: float) -> str:
+    """``t+12.3`` / ``t-0.4`` (a broker line logged just before the run's start); never ``t+-0.0``."""
+    shown = round(seconds, 1)
+    return f"t-{-shown:.1f}" if shown < 0 else f"t+{abs(shown):.1f}"
+
+
 def _at(ts: float, t0: float | None) -> str:
     if t0 is None:
         return datetime.fromtimestamp(ts, UTC).strftime("%H:%M:%S UTC")
-    return f"t+{ts - t0:.1f} s"
+    return f"{_since(ts - t0)} s"
 
 
 def _between(low: float, high: float, t0: float | None) -> str:
@@ -71,7 +77,8 @@ def _between(low: float, high: float, t0: float | None) -> str:
     if a == b:
         return a
     if t0 is not None:
-        return f"t+{low - t0:.1f}–{high - t0:.1f} s"
+        top = round(high - t0, 1)
+        return f"{_since(low - t0)}–{abs(top):.1f} s" if top >= 0 else f"{_since(low - t0)}–{_since(top)} s"
     return f"{a[:-4]}–{b}"
 
 
