@@ -87,9 +87,14 @@ def read_topic(
             .option("includeHeaders", "true")
             .load()
         )
-        # a tombstone's (null value's) id travels in its header alone
+        # a tombstone's (null value's) id travels in its header alone, and so does the id of a value a
+        # service rewrote: the header when the value names no id
         header = F.get(F.filter("headers", lambda h: h.key == VALUE_ID_HEADER), 0).value.cast("string")
-        value_id = F.regexp_extract(F.coalesce(F.col("value"), header).cast("string"), VALUE_ID_PATTERN, 1)
+        from_value = F.coalesce(
+            F.regexp_extract(F.col("value").cast("string"), VALUE_ID_PATTERN, 1), F.lit("")
+        )
+        from_header = F.coalesce(F.regexp_extract(header, VALUE_ID_PATTERN, 1), F.lit(""))
+        value_id = F.when(from_value != "", from_value).otherwise(from_header)
         frames.append(
             raw.select(
                 F.lit(run_id).alias("run_id"),

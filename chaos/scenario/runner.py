@@ -53,7 +53,8 @@ from chaos.scenario.model import Scenario, ScenarioError, Variant
 from chaos.scenario.result import ScenarioResult
 from chaos.scenario.views import MARK_FACILITY, acked_ids, delivered_ids, find_mark, mark_text
 from chaos.scenario.workers import RunWorkers
-from chaos.workload import RunContext, consumer_config, drain, time_profile
+from chaos.service import Binding, Service, ServiceSpec
+from chaos.workload import RunContext, Traffic, consumer_config, drain, time_profile
 from chaos.workload.effective import announced, take_announced
 from chaos.workload.java_build import JavaWorker, ensure_java_worker
 from chaos.workload.java_client import check_client
@@ -594,6 +595,32 @@ class ScenarioRun(RunWorkers):
                 return False
             time.sleep(0.5)
         return True
+
+    def service(
+        self,
+        spec: ServiceSpec,
+        *,
+        input_partitions: int = 3,
+        input_config: Mapping[str, str] | None = None,
+        start: bool = True,
+    ) -> Service:
+        """Run a team's service (:mod:`chaos.service`) between its input topic — created here unless it
+        exists (``input_partitions``, replication 3, ``input_config``; ``min.insync.replicas=2`` by default)
+        — and the run's topic, its output (what the audit reads). Its instances' output goes to
+        ``logs/<name>-<n>.log``; the run stops them when it ends, before the heal and the drain. With
+        ``id="header:chaos-id"`` the run's default traffic becomes ``Traffic()`` when it has none, so the
+        input records carry their id in that header. ``start=False``: the caller starts it."""
+        input_topic = spec.input_topic or f"{self.topic}-in"
+        if input_topic not in self.cluster.topics(internal=False):
+            config = {"min.insync.replicas": "2", **(input_config or {})}
+            self.create_topic(input_partitions, 3, name=input_topic, config=config)
+        if spec.id == "header:chaos-id" and self.traffic is None:
+            self.traffic = Traffic()
+        binding = Binding(self.bootstrap, input_topic, self.topic, spec.group or f"svc-{self.run_id}")
+        service = Service(spec, binding, self.dir / "logs", self.cluster, self.run_id, note=self.note)
+        self.note(f"service {spec.describe()}: {input_topic} -> {self.topic}, group {binding.group}")
+        self.on_close(service.close)
+        return service.start() if start else service
 
     def prefill(self, records: int, *, member: str = "consumer-0", timeout_s: float = 30.0) -> None:
         """Produce ``records`` values (as fast as acks come) and wait until a one-member group (commit after

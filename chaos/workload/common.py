@@ -176,17 +176,18 @@ def record_value_id(
     value: bytes | None, headers: Sequence[tuple[str, bytes | str | None]] | None
 ) -> str | None:
     """A record's value id: from its value as :func:`payload_value_id` reads it, or — a tombstone, whose
-    value is null — from its :data:`~chaos.run.events.VALUE_ID_HEADER` header."""
-    if value is not None:
-        return payload_value_id(value)
-    return header_value_id(headers)
+    value is null, or a value a service rewrote (docs/your-service.md) — from its
+    :data:`~chaos.run.events.VALUE_ID_HEADER` header."""
+    found = payload_value_id(value) if value is not None else None
+    return found if found is not None else header_value_id(headers)
 
 
 def message_value_id(msg: Any) -> str | None:
-    """:func:`record_value_id` of a consumed ``confluent_kafka.Message`` (its headers read only for a
-    tombstone)."""
+    """:func:`record_value_id` of a consumed ``confluent_kafka.Message`` (its headers read only when its
+    value names no id)."""
     value = msg.value()
-    return payload_value_id(value) if value is not None else header_value_id(msg.headers())
+    found = payload_value_id(value) if value is not None else None
+    return found if found is not None else header_value_id(msg.headers())
 
 
 def member_fields(run_id: str, process: str, group: str, consumer: Any) -> dict[str, Any]:

@@ -19,10 +19,12 @@ import chaos
 PACKAGE_DIR: Final = Path(chaos.__file__).parent
 LEAVES: Final = ("chaos", "chaos.errors", "chaos.paths", "chaos.versions", "chaos.maven", "chaos.progress")
 PIPELINE: Final = ("cluster", "faults", "workload", "history", "audit", "gate", "report")
+STAGE_PACKAGES: Final = {"workload": ("chaos.service",)}
+"""Packages that belong to a stage without its name: a team's service is run like the workload."""
 LAYERS: Final[tuple[tuple[str, ...], ...]] = (
     LEAVES,
     ("chaos.run",),
-    *((f"chaos.{stage}",) for stage in PIPELINE),
+    *((f"chaos.{stage}", *STAGE_PACKAGES.get(stage, ())) for stage in PIPELINE),
     ("chaos.scenario",),
     ("chaos.cli", "chaos.doctor", "chaos.plugin"),
 )
