@@ -13,6 +13,7 @@ setup:
 provision: setup
 	@$(BIN)/chaos images ensure
 	@$(BIN)/chaos jars ensure >/dev/null
+	@$(BIN)/python -m chaos.service.examples ensure >/dev/null
 	@$(BIN)/chaos clean
 
 ## Run every chaos scenario (`pytest -m chaos` at the root) and write reports/. The fault plans' seed (RN1's
