@@ -9,6 +9,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Produced;
 
 /**
@@ -67,6 +68,13 @@ public final class StreamsService {
         .to(output, Produced.with(Serdes.ByteArray(), Serdes.String()));
 
     KafkaStreams streams = new KafkaStreams(builder.build(), props);
+    // a stream thread that dies of an error (a transaction timed out while a broker was down) is replaced,
+    // as a service that must keep running would do; the error is logged
+    streams.setUncaughtExceptionHandler(
+        error -> {
+          System.out.println("stream thread failed, replaced: " + error);
+          return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+        });
     CountDownLatch done = new CountDownLatch(1);
     streams.setStateListener(
         (now, before) -> {
