@@ -210,6 +210,15 @@ def test_scenario_page_renders_every_chart_without_console_errors(page: Page, ro
     page.screenshot(screenshot_dir() / "scenario-page.png")
 
 
+OVERLAPPING_LABELS = """[...document.querySelectorAll('.chart')].map(chart => {
+     const boxes = [...chart.querySelectorAll('g.annotation')]
+       .filter(a => a.style.display !== 'none').map(a => a.getBoundingClientRect());
+     return boxes.filter((a, i) => boxes.slice(i + 1).some(b =>
+       a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)).length;
+   })"""
+"""Per chart of the page, how many visible window labels touch another one."""
+
+
 def test_the_story_leads_and_window_labels_never_overlap(page: Page, root: Path) -> None:
     """ "What happened" comes right after the banner; each chart's window lane draws its labels apart."""
     page.open(
@@ -221,14 +230,7 @@ def test_the_story_leads_and_window_labels_never_overlap(page: Page, root: Path)
     assert "The audit found 2 acknowledged writes lost" in page.evaluate(
         "document.querySelector('#story').innerText"
     )
-    overlaps = page.evaluate(
-        """[...document.querySelectorAll('.chart')].map(chart => {
-             const boxes = [...chart.querySelectorAll('g.annotation')]
-               .filter(a => a.style.display !== 'none').map(a => a.getBoundingClientRect());
-             return boxes.filter((a, i) => boxes.slice(i + 1).some(b =>
-               a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)).length;
-           })"""
-    )
+    overlaps = page.evaluate(OVERLAPPING_LABELS)
     assert len(overlaps) == len(CHART_IDS)
     assert not any(overlaps), overlaps
 
@@ -296,7 +298,8 @@ def _real_tree_pages() -> list[Path]:
 )
 def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
     """Every page of a real run's tree (a gate run, a make chaos run) from file://: each chart it has is
-    drawn by the tree's one plotly.js, with no console error. Prints the tree's size and page count."""
+    drawn by the tree's one plotly.js, with no console error, no two visible window labels of a chart touch,
+    and the page tells "What happened". Prints the tree's size and page count."""
     pages = _real_tree_pages()
     tree = Path(os.environ["CHAOS_BROWSER_TREE"]).resolve()
     undrawn: dict[str, object] = {}
@@ -308,8 +311,12 @@ def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
             ".map(el => [el.id, el.querySelectorAll('svg.main-svg').length]))"
         )
         rendered = page.evaluate("document.body.getAttribute('data-charts-rendered')")
+        overlaps = page.evaluate(OVERLAPPING_LABELS)
+        story = page.evaluate("(document.querySelector('#story') || {}).innerText || ''")
         if not drawn or not all(drawn.values()) or rendered != str(len(drawn)) or page.errors:
             undrawn[str(report.relative_to(tree))] = {"charts": drawn, "errors": list(page.errors)}
+        if any(overlaps) or "What happened" not in story:
+            undrawn[str(report.relative_to(tree))] = {"overlapping labels": overlaps, "story": story[:80]}
     size_mb = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file()) / 1e6
     drawn_pages = len(pages) - len(undrawn)
     print(f"\nbrowser: {len(pages)} pages of {tree} ({size_mb:.1f} MB), {drawn_pages} fully drawn")
