@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Final
 
 from chaos import versions
-from chaos.errors import ImageBuildFailed, JarFetchFailed, ToolMissing
-from chaos.maven import copy_runtime_classpath
+from chaos.errors import ImageBuildFailed, ToolMissing
 from chaos.paths import cache_dir
 from chaos.progress import step
 from chaos.run.locks import locked
+from chaos.workload.java_build import compile_java_program
 
 EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples" / "services"
 STREAMS_DIR: Final = EXAMPLES / "streams"
@@ -97,49 +97,17 @@ def ensure_streams_app(kafka_version: str = versions.KAFKA_VERSION) -> StreamsAp
 
 
 def _build_streams(kafka_version: str, directory: Path) -> None:
-    javac = shutil.which("javac")
-    if javac is None:
-        raise ToolMissing(
-            "javac (a JDK >= 17) compiles the Streams example", "apt-get install -y openjdk-17-jdk-headless"
-        )
-    staging = directory.with_name(directory.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / "maven").mkdir(parents=True)
     pom = (STREAMS_DIR / "pom.xml").read_text()
     pom = pom.replace("@KAFKA_VERSION@", kafka_version).replace("@SLF4J_VERSION@", SLF4J_VERSION)
-    (staging / "maven" / "pom.xml").write_text(pom)
-    logs = cache_dir() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with step(f"building the Streams example service against kafka-streams {kafka_version}"):
-        try:
-            copy_runtime_classpath(
-                staging / "maven", staging / "lib", logs / f"streams-service-{kafka_version}.log", "maven"
-            )
-        except ImageBuildFailed as exc:
-            raise JarFetchFailed(f"{exc}\n  fix: check that Maven Central is reachable, then rerun") from exc
-        sources = [str(p) for p in sorted((STREAMS_DIR / "src").rglob("*.java"))]
-        compiled = subprocess.run(
-            [
-                javac,
-                "--release",
-                "17",
-                "-nowarn",
-                "-d",
-                str(staging / "classes"),
-                "-cp",
-                f"{staging / 'lib'}/*",
-                *sources,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if compiled.returncode != 0:
-            raise ImageBuildFailed(f"javac failed on the Streams example:\n{compiled.stderr[-3000:]}")
-    shutil.rmtree(staging / "maven")
-    (staging / ".complete").write_text(kafka_version)
-    shutil.rmtree(directory, ignore_errors=True)
-    staging.rename(directory)
+    compile_java_program(
+        "the Streams example service",
+        f"kafka-streams {kafka_version}",
+        pom,
+        sorted((STREAMS_DIR / "src").rglob("*.java")),
+        directory,
+        f"streams-service-{kafka_version}.log",
+        kafka_version,
+    )
 
 
 def confluent_kafka_version() -> str:

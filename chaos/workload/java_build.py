@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -110,46 +111,55 @@ def ensure_java_worker(kafka_version: str) -> JavaWorker:
 
 
 def _build(kafka_version: str, directory: Path) -> None:
+    pom = _POM.format(kafka=kafka_version, jackson=JACKSON_VERSION, slf4j=SLF4J_VERSION)
+    compile_java_program(
+        "the Java client worker",
+        f"kafka-clients {kafka_version}",
+        pom,
+        sorted(SOURCES.rglob("*.java")),
+        directory,
+        f"java-worker-{kafka_version}.log",
+        kafka_version,
+    )
+
+
+def compile_java_program(
+    what: str,
+    against: str,
+    pom: str,
+    sources: Sequence[Path],
+    directory: Path,
+    log_name: str,
+    kafka_version: str,
+) -> None:
+    """Fetch ``pom``'s runtime classpath from Maven Central into ``directory/lib`` and compile ``sources``
+    against it into ``directory/classes`` — staged in a ``.partial`` sibling and renamed when complete, so a
+    half-built program is never used. ``what`` and ``against`` name it in progress and error messages."""
     javac = shutil.which("javac")
     if javac is None:
         raise ToolMissing(
-            "javac (a JDK >= 17) compiles the Java client worker",
-            "apt-get install -y openjdk-17-jdk-headless",
+            f"javac (a JDK >= 17) compiles {what}", "apt-get install -y openjdk-17-jdk-headless"
         )
     staging = directory.with_name(directory.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "maven").mkdir(parents=True)
-    (staging / "maven" / "pom.xml").write_text(
-        _POM.format(kafka=kafka_version, jackson=JACKSON_VERSION, slf4j=SLF4J_VERSION)
-    )
+    (staging / "maven" / "pom.xml").write_text(pom)
     logs = cache_dir() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    with step(f"building the Java client worker against kafka-clients {kafka_version}"):
+    with step(f"building {what} against {against}"):
         try:
-            copy_runtime_classpath(
-                staging / "maven", staging / "lib", logs / f"java-worker-{kafka_version}.log", "maven"
-            )
+            copy_runtime_classpath(staging / "maven", staging / "lib", logs / log_name, "maven")
         except ImageBuildFailed as exc:
             raise JarFetchFailed(f"{exc}\n  fix: check that Maven Central is reachable, then rerun") from exc
-        sources = [str(p) for p in sorted(SOURCES.rglob("*.java"))]
         compiled = subprocess.run(
-            [
-                javac,
-                "--release",
-                "17",
-                "-nowarn",
-                "-d",
-                str(staging / "classes"),
-                "-cp",
-                f"{staging / 'lib'}/*",
-                *sources,
-            ],
+            [javac, "--release", "17", "-nowarn", "-d", str(staging / "classes"), "-cp",
+             f"{staging / 'lib'}/*", *(str(p) for p in sources)],
             capture_output=True,
             text=True,
             check=False,
-        )
+        )  # fmt: skip
         if compiled.returncode != 0:
-            raise ImageBuildFailed(f"javac failed on the Java client worker:\n{compiled.stderr[-3000:]}")
+            raise ImageBuildFailed(f"javac failed on {what}:\n{compiled.stderr[-3000:]}")
     shutil.rmtree(staging / "maven")
     (staging / ".complete").write_text(kafka_version)
     shutil.rmtree(directory, ignore_errors=True)
