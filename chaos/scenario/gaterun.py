@@ -119,6 +119,19 @@ def _client_config(
     return config, tuple(notes)
 
 
+def poll_interval_at_least_session(consumer: dict[str, Setting], team: Mapping[str, object]) -> None:
+    """librdkafka refuses a ``max.poll.interval.ms`` below ``session.timeout.ms``. Where the team's session
+    timeout exceeds a case's own poll interval (a case's timing setting the team did not give), the interval
+    is raised to the session: the case keeps its timeline, and the group detects a silent member as slowly
+    as the team's service would."""
+    keys = {canonical(k): k for k in consumer}
+    interval, session = keys.get("max.poll.interval.ms"), keys.get("session.timeout.ms")
+    if interval is None or session is None or "max.poll.interval.ms" in {canonical(k) for k in team}:
+        return  # the team's own pair is theirs to fix (librdkafka says so when the client is built)
+    if int(str(consumer[interval])) < int(str(consumer[session])):
+        consumer[interval] = consumer[session]
+
+
 def timeline_of(scenario: Scenario, gate: GateFile) -> str:
     """The built-in variant whose timeline the gate replays: the case's ``remediated`` one; O6's
     ``vulnerable`` (the at-least-once transform) for a configuration without a ``transactional.id``, whose
@@ -133,7 +146,9 @@ def gate_variant(scenario: Scenario, gate: GateFile, timeline: str | None = None
     :class:`~chaos.scenario.model.ScenarioError` when the case has no such timeline."""
     base = scenario.variant(timeline or timeline_of(scenario, gate))
     producer, _ = _client_config(base.producer_config, gate.producer)
-    consumer, _ = _client_config(base.consumer_config, gate.consumer.settings if gate.consumer else None)
+    team_consumer = gate.consumer.settings if gate.consumer else None
+    consumer, _ = _client_config(base.consumer_config, team_consumer)
+    poll_interval_at_least_session(consumer, team_consumer.as_dict() if team_consumer is not None else {})
     idempotent = str(producer.get("enable.idempotence", "")).lower() in ("true", "t", "1")
     if gate.transactional and not idempotent:
         producer["enable.idempotence"] = "true"  # implied by the transactional.id the run does not use

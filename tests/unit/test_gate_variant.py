@@ -75,6 +75,19 @@ def test_the_case_keeps_its_timing_where_the_team_gives_none(catalog: dict[str, 
     }
 
 
+def test_a_team_session_longer_than_the_cases_poll_interval_raises_the_interval(
+    catalog: dict[str, Scenario],
+) -> None:
+    """librdkafka refuses max.poll.interval.ms below session.timeout.ms: the team's 10-s session over MPI1's
+    6-s interval made the case a harness error; the case's interval now follows the team's session."""
+    gate = load_gate(ROOT / "examples" / "gate-realistic-fixed.toml")
+    mpi1 = dict(gate_variant(catalog["MPI1"], gate).consumer_config or {})
+    assert str(mpi1["session.timeout.ms"]) == "10000"  # the team's
+    assert str(mpi1["max.poll.interval.ms"]) == "10000"  # the case's 6000, raised to it
+    strong = dict(gate_variant(catalog["MPI1"], load_gate(STRONG)).consumer_config or {})
+    assert strong["max.poll.interval.ms"] == "60000"  # a team's own interval is never touched
+
+
 def test_the_weak_configuration_from_its_properties_file(catalog: dict[str, Scenario]) -> None:
     gate = load_gate(WEAK)
     variant = gate_variant(catalog["ISR2"], gate)
