@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
+from chaos.audit.logpolicy import TopicRules
 from chaos.audit.model import DEFAULT_OPTIONS, AuditOptions
 from chaos.gate.gatefile import canonical, librdkafka_value
 from chaos.gate.redact import MASK, is_secret, redact
@@ -38,9 +39,9 @@ def _expires_soon(events: Sequence[Event], topic: str) -> bool:
     policies = [e for e in events if isinstance(e, TopicPolicy) and e.topic == topic]
     if not policies:
         return False
-    last = policies[-1]
-    deletes = "delete" in last.cleanup_policy.split(",")
-    return deletes and (0 <= last.retention_ms < SHORT_RETENTION_MS or last.retention_bytes >= 0)
+    last = policies[-1]  # the topic's latest recorded policy
+    rules = TopicRules(last.cleanup_policy, last.retention_ms, last.retention_bytes, last.delete_retention_ms)
+    return rules.deletes and (0 <= last.retention_ms < SHORT_RETENTION_MS or last.retention_bytes >= 0)
 
 
 def conclude(

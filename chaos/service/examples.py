@@ -26,7 +26,7 @@ from chaos.errors import ImageBuildFailed, ToolMissing
 from chaos.paths import cache_dir
 from chaos.progress import step
 from chaos.run.locks import locked
-from chaos.workload.java_build import compile_java_program
+from chaos.workload.java_build import compile_java_program, java_executable
 
 EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples" / "services"
 STREAMS_DIR: Final = EXAMPLES / "streams"
@@ -61,11 +61,7 @@ class StreamsApp:
     kafka_version: str
 
     def command(self) -> list[str]:
-        java = shutil.which("java")
-        if java is None:
-            raise ToolMissing(
-                "java (>= 17) runs the Streams example", "apt-get install -y openjdk-17-jre-headless"
-            )
+        java = java_executable("the Streams example")
         return [
             java,
             "-Xmx256m",

@@ -66,11 +66,7 @@ class JavaWorker:
     kafka_version: str
 
     def command(self) -> list[str]:
-        java = shutil.which("java")
-        if java is None:
-            raise ToolMissing(
-                "java (>= 17) runs the Java client worker", "apt-get install -y openjdk-17-jre-headless"
-            )
+        java = java_executable("the Java client worker")
         prefix = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
         return [
             *prefix,
@@ -121,6 +117,14 @@ def _build(kafka_version: str, directory: Path) -> None:
         f"java-worker-{kafka_version}.log",
         kafka_version,
     )
+
+
+def java_executable(what: str) -> str:
+    """The ``java`` on PATH (17 or newer), or :class:`ToolMissing` naming ``what`` needs it."""
+    java = shutil.which("java")
+    if java is None:
+        raise ToolMissing(f"java (>= 17) runs {what}", "apt-get install -y openjdk-17-jre-headless")
+    return java
 
 
 def compile_java_program(
