@@ -28,6 +28,9 @@ fault test waits on, keeping their ordering (heartbeat < session, fetch wait < l
   topic with a short ``retention.ms`` or ``cleanup.policy=compact`` sees them act within a second, as a
   production topic does within its (longer) own timescale; topics with Kafka's default retention are not
   touched.
+* ``log.initial.task.delay.ms`` 30000 → 1000: a broker's first retention check waits this long after it
+  starts (its other periodic log tasks too). With Kafka's default, a topic's retention never acts in the
+  first 30 s of a cluster — most of a short run.
 
 **Client profiles**: a :class:`ClientProfile` is a named producer (and, where it matters, consumer)
 configuration plus the delivery guarantee it claims; the audit judges a run against that claim.
@@ -100,6 +103,7 @@ KAFKA_BROKER_DEFAULTS: Final[Mapping[str, str]] = MappingProxyType(
         "group.consumer.min.heartbeat.interval.ms": "5000",
         "log.retention.check.interval.ms": "300000",
         "log.cleaner.backoff.ms": "15000",
+        "log.initial.task.delay.ms": "30000",
     }
 )
 """Kafka's own defaults of the broker settings a time profile may change (the ``faithful`` values)."""
@@ -117,6 +121,7 @@ CI_BROKER_CONFIG: Final[Mapping[str, str]] = MappingProxyType(
         "group.consumer.min.heartbeat.interval.ms": "1000",
         "log.retention.check.interval.ms": "1000",
         "log.cleaner.backoff.ms": "1000",
+        "log.initial.task.delay.ms": "1000",
     }
 )
 """Broker settings the ``ci`` profile changes from Kafka's defaults (see the module docstring)."""

@@ -70,6 +70,8 @@ def test_the_profiles_keep_their_values() -> None:
         # retention and compaction act within a second on topics that ask for them
         "log.retention.check.interval.ms": "1000",
         "log.cleaner.backoff.ms": "1000",
+        # and from a broker's first second, not after Kafka's 30-s initial delay
+        "log.initial.task.delay.ms": "1000",
     }
     assert profiles.FAITHFUL.broker == ()
     assert "replica.lag.time.max.ms" not in ClusterConfig(profile="faithful").broker_config()
