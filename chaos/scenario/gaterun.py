@@ -39,6 +39,7 @@ from chaos.gate.gatefile import (
     GateFile,
     GateFileError,
     canonical,
+    flag,
     is_secret,
 )
 from chaos.gate.lint import LintResult
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from chaos.audit.model import Removal
     from chaos.scenario.result import ScenarioResult
     from chaos.scenario.runner import ScenarioRun
+    from chaos.workload.consumer import CommitStrategy
 
 GATE_ID: Final = "gate"
 """The pytest parameter id of the gate variant (``test_pb1[gate]``)."""
@@ -188,6 +190,30 @@ def traffic_not_applicable(case: str, client_library: str = "librdkafka") -> str
     if client_library == "java":
         return "the Java client's producer takes a key count only, no traffic shape"
     return TRAFFIC_NOT_APPLICABLE.get(case)
+
+
+def commit_strategy(gate: GateFile, client_library: str = "librdkafka") -> CommitStrategy | None:
+    """How the application commits (the gate's ``[consumer] commit`` and its auto-commit settings), as the
+    strategy every member of a case takes (:attr:`chaos.scenario.workers.RunWorkers.commit`); ``None``
+    for ``transaction`` (a transform's members keep the case's) or without a ``[consumer]``."""
+    if gate.consumer is None:
+        return None
+    settings = gate.consumer.settings
+    auto_commit = flag(settings.get("enable.auto.commit"), True)
+    auto_store = flag(settings.get("enable.auto.offset.store"), True)
+    commit = gate.consumer.commit.value
+    strategy: CommitStrategy | None
+    if commit == "auto":  # the gate file holds it to auto commit with the automatic offset store
+        strategy = "auto"
+    elif commit == "after_processing":
+        strategy = "store_after" if auto_commit and not auto_store else "commit_after"
+    elif commit == "before_processing":
+        strategy = "commit_before"
+    else:
+        strategy = None
+    if strategy == "store_after" and client_library == "java":
+        strategy = "commit_after"  # the Java client keeps no offset store: a commit after processing
+    return strategy
 
 
 def removal_notes(removals: Sequence[Removal], topic: str | None) -> tuple[str, ...]:
@@ -330,6 +356,14 @@ class GateCase:
         run.traffic = traffic.for_run()
         return (f"traffic: {traffic.describe()}",)
 
+    def _commit(self, run: ScenarioRun) -> tuple[str, ...]:
+        """Make every member of the run commit as the team's application does (its ``[consumer]``)."""
+        strategy = commit_strategy(self.session.gate, getattr(run, "client_library", "librdkafka"))
+        if strategy is None:
+            return ()
+        run.commit = strategy
+        return (f"the members commit as the application does: {strategy}",)
+
     def _attempt(
         self, factory: RunFactory, variant: Variant, body: Body, fixtures: Mapping[str, Any]
     ) -> Attempt:
@@ -340,7 +374,7 @@ class GateCase:
         with factory(gate_scenario(self.scenario, variant), variant.name) as run:
             for note in self.session.notes:
                 run.note(f"gate: {note}")
-            notes = self._traffic(run)
+            notes = (*self._traffic(run), *self._commit(run))
             for note in notes:
                 run.note(f"gate: {note}")
             try:

@@ -98,6 +98,9 @@ class RunWorkers:
         self.traffic: Traffic | None = None
         """The run's default traffic: a producer started without a ``traffic`` of its own takes it (the
         gate's ``[traffic]``); one without a rate (as fast as acks come) takes it without its rate pattern."""
+        self.commit: CommitStrategy | None = None
+        """The application's commit strategy (the gate's ``[consumer] commit``): every member the case starts
+        commits this way, whatever strategy the case asks for; ``None``: the case's."""
 
     def default_traffic(self, traffic: Traffic | None, rate: float | None) -> Traffic | None:
         """``traffic``, else the run's :attr:`traffic` (its rate pattern dropped for a producer without a
@@ -370,9 +373,9 @@ class RunWorkers:
         record_delivery: DeliveryPoint = "consume",
         lagging: bool = False,
     ) -> MemberSpec:
-        """A group member of the run's group (default: commits after processing) with the variant's consumer
-        configuration, not started (for process members, or a member started later). It stops itself after
-        ``duration_s``.
+        """A group member of the run's group (default: commits after processing; :attr:`commit` over
+        ``strategy`` when set) with the variant's consumer configuration, not started (for process members,
+        or a member started later). It stops itself after ``duration_s``.
 
         ``lagging``: its fetch position stays next to what it processed, so a slow member (``processing``)
         lags on the broker too — without it the client prefetches (librdkafka: 100,000 records per
@@ -386,7 +389,7 @@ class RunWorkers:
                 prefetch.update({"queued.min.messages": 1, "queued.max.messages.kbytes": 1})
         return MemberSpec(
             name=name,
-            strategy=strategy,
+            strategy=self.commit or strategy,
             processing=processing or Processing(),
             batch_size=batch_size,
             duration_s=duration_s,

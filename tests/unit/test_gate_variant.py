@@ -13,7 +13,14 @@ from chaos.gate.cases import DEFAULT_CASES, gate_cases
 from chaos.gate.gatefile import GateFile, GateFileError, load_gate
 from chaos.scenario import Scenario, discover
 from chaos.scenario.describe import variant_client
-from chaos.scenario.gaterun import config_notes, gate_scenario, gate_variant, not_passed, timeline_of
+from chaos.scenario.gaterun import (
+    commit_strategy,
+    config_notes,
+    gate_scenario,
+    gate_variant,
+    not_passed,
+    timeline_of,
+)
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 STRONG: Final = ROOT / "examples" / "gate-strong.toml"
@@ -273,3 +280,43 @@ def test_what_the_log_policy_removed_reads_as_sentences() -> None:
     (note,) = removal_notes((removal("compact", 0, 340, 0),), "t")
     assert note.startswith("compacted 340 (cleanup.policy=compact): values superseded by a later value")
     assert removal_notes((), "t") == ()
+
+
+@pytest.mark.parametrize(
+    ("consumer", "library", "expected"),
+    [
+        ('commit = "auto"', "librdkafka", "auto"),
+        (
+            'commit = "after_processing"\n[consumer.settings]\n"enable.auto.offset.store" = false',
+            "librdkafka",
+            "store_after",
+        ),
+        (
+            'commit = "after_processing"\n[consumer.settings]\n"enable.auto.offset.store" = false',
+            "java",
+            "commit_after",
+        ),
+        (
+            'commit = "after_processing"\n[consumer.settings]\n"enable.auto.commit" = false',
+            "librdkafka",
+            "commit_after",
+        ),
+        (
+            'commit = "before_processing"\n[consumer.settings]\n"enable.auto.commit" = false',
+            "librdkafka",
+            "commit_before",
+        ),
+    ],
+)
+def test_the_members_commit_as_the_teams_application_does(
+    tmp_path: Path, consumer: str, library: str, expected: str
+) -> None:
+    gate = gate_file(
+        tmp_path, f'guarantee = "at_least_once"\n[producer.settings]\nacks = "all"\n[consumer]\n{consumer}\n'
+    )
+    assert commit_strategy(gate, library) == expected
+
+
+def test_without_a_consumer_the_cases_keep_their_own_commit(tmp_path: Path) -> None:
+    gate = gate_file(tmp_path, 'guarantee = "at_least_once"\n[producer.settings]\nacks = "all"\n')
+    assert commit_strategy(gate) is None
