@@ -724,6 +724,13 @@ def _gate_check(
     _say(f"librdkafka {check.librdkafka} accepted {counts} settings ({check.seconds:.2f} s)")
     for note in check.notes:
         _say(f"  note: {note}", "dim")
+    if gate.service is not None:
+        _say(f"the team's service: {gate.service.describe()}")
+        _say(
+            "  its own clients' settings are inside it: the lint judges the topic's, the service cases judge "
+            "how it produces and commits",
+            "dim",
+        )
 
     def show(finding: Finding, mark: str) -> None:
         rule = finding.rule

@@ -28,7 +28,7 @@ OUT: Final = ROOT / "docs" / "scenarios.md"
 
 #: The page's order of cases: the catalog's (design-card cases, loss, duplication, ordering, the rest).
 ORDER: Final = ("pb1", "pb4", "isr2", "isr3", "md1", "md2", "md3", "mpi1", "l1", "l2", "l6", "d1", "d3", "o1")
-ORDER_TAIL: Final = ("o6", "rn1")
+ORDER_TAIL: Final = ("o6", "rn1", "sv1")
 
 
 def _rank(path: Path) -> tuple[int, str]:

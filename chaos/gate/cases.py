@@ -32,6 +32,16 @@ DEFAULT_CASES: Final[tuple[str, ...]] = ("PB1", "ISR2", "L2", "D1", "MPI1")
 followers (L2), lost acks and retries (D1), a consumer slower than its poll interval (MPI1, only with a
 ``[consumer]``)."""
 
+SERVICE_CASES: Final[tuple[str, ...]] = ("SV1",)
+"""The default set of a gate file with a ``[service]``: the team's service killed while its output's leader
+is down, then one of its instances frozen (SV1)."""
+
+
+def default_cases(gate: GateFile) -> tuple[str, ...]:
+    """The cases a gate file without ``cases`` runs: :data:`SERVICE_CASES` with a ``[service]``, else
+    :data:`DEFAULT_CASES`."""
+    return SERVICE_CASES if gate.service is not None else DEFAULT_CASES
+
 
 @dataclass(frozen=True)
 class Outage:
@@ -93,6 +103,11 @@ CONSUMER_OUTAGE: Final[Mapping[str, Outage]] = MappingProxyType(
         ),
         "O6": Outage(8.0, "the transform is killed and its successor assigned once its session expires"),
         "RN1": Outage(20.0, "random faults for 60 s; the longest single fault stalls a partition"),
+        "SV1": Outage(
+            12.0,
+            "the output's leader is down 10 s, one service instance killed in it: the records it held wait "
+            "for the group's rebalance",
+        ),
     }
 )
 """Per catalog case, its group's longest outage (:class:`Outage`): the lint's
@@ -113,19 +128,19 @@ applicable* rather than run them as if they had."""
 def outage_cases(gate: GateFile) -> tuple[str, ...]:
     """The cases the lint judges retention against: the gate file's ``cases``, else the default set that
     applies (``--cases`` and the lint's own additions are not known to the lint)."""
-    chosen = gate.cases if gate.cases is not None else DEFAULT_CASES
+    chosen = gate.cases if gate.cases is not None else default_cases(gate)
     return tuple(c for c in chosen if c in CONSUMER_OUTAGE and applies(c, gate))
 
 
 def gate_cases(gate: GateFile, catalog: Iterable[str]) -> tuple[str, ...]:
     """The cases the full run replays, in catalog order: the gate file's ``cases`` (validated by
     :func:`~chaos.gate.gatefile.resolve_cases`: known, applicable), else the :data:`DEFAULT_CASES` the
-    catalog has that apply to the configuration."""
+    catalog has that apply to the configuration (:func:`default_cases`)."""
     known = tuple(catalog)
     chosen = resolve_cases(gate, known)
     if gate.cases is not None:
         return tuple(case for case in known if case in chosen)
-    return tuple(case for case in known if case in DEFAULT_CASES and applies(case, gate))
+    return tuple(case for case in known if case in default_cases(gate) and applies(case, gate))
 
 
 @dataclass(frozen=True)

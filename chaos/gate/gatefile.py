@@ -24,6 +24,7 @@ from typing import Any, Final, Literal, cast, get_args
 
 from chaos import versions
 from chaos.errors import ConfigError
+from chaos.gate.servicetable import SERVICE_KEYS, GateService, read_service
 from chaos.run.terms import GUARANTEES, Guarantee
 from chaos.workload.traffic import Traffic
 
@@ -474,6 +475,9 @@ class GateFile:
     lint_advisory: bool = False
     """The lint informs and the cases alone decide the full run (``--lint-advisory``); by default a claim
     the lint proves broken fails the full run (exit 1) even when every case passed."""
+    service: GateService | None = None
+    """The team's own service (``[service]``): the gate runs the service cases (SV1) with it, and the
+    claim is the service's, end to end; ``[producer]`` is then optional."""
 
     def __post_init__(self) -> None:
         where = str(self.path) if self.path else "gate"
@@ -509,6 +513,8 @@ class GateFile:
         for key in topic:
             if key not in TOPIC_KEYS:
                 problems.append(f"{topic[key].origin}: topic.{key}: {_unknown_hint(key, TOPIC_KEYS)}")
+        if self.service is not None and not isinstance(self.service, GateService):
+            problems.append(f"{where}: service: expected a GateService or None; got {self.service!r}")
         if self.traffic is not None and not isinstance(self.traffic, GateTraffic):
             problems.append(f"{where}: traffic: expected a GateTraffic or None; got {self.traffic!r}")
         policy = topic.get("cleanup.policy")
@@ -560,6 +566,7 @@ CASE_NEEDS: Final[Mapping[str, tuple[str, Callable[[GateFile], bool]]]] = Mappin
             "a consume-transform-produce application (consumer.transform = true) or a transactional.id",
             lambda g: g.transactional or (g.consumer is not None and g.consumer.is_transform),
         ),
+        "SV1": ("the team's service ([service])", lambda g: g.service is not None),
     }
 )
 """Catalog cases that apply only to some configurations: case -> (what it needs, test). Every other case
@@ -1093,6 +1100,7 @@ TOP_KEYS: Final = (
     "traffic",
     "thresholds",
     "baseline",
+    "service",
 )
 
 
@@ -1117,9 +1125,15 @@ def load_gate(path: str | Path) -> GateFile:
         reader.problem(
             ("guarantee",), f"{got}; expected one of {', '.join(GUARANTEES)} (the guarantee you claim)"
         )
-    if "producer" not in data:
+    service = None
+    if "service" in data:
+        section = reader.table(data, ("service",), SERVICE_KEYS)
+        service = read_service(section, gate_path.parent, reader.problem, str(reader.origin(("service",))))
+    if "producer" not in data and "service" not in data:
         reader.problem(
-            ("producer",), "missing; give the producer's settings under [producer.settings] or a file"
+            ("producer",),
+            "missing; give the producer's settings under [producer.settings] or a file (or the team's "
+            "service under [service])",
         )
     producer = reader.client(data, "producer", ())
     consumer = reader.consumer(data, producer)
@@ -1178,4 +1192,5 @@ def load_gate(path: str | Path) -> GateFile:
         baseline=baseline,
         path=gate_path,
         lint_advisory=lint_advisory is True,
+        service=service,
     )

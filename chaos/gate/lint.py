@@ -31,6 +31,7 @@ from chaos.gate.gatefile import (
     CASE_ID,
     IGNORED_KEYS,
     NOT_SET_SOURCE,
+    TOPIC_KEYS,
     GateFile,
     GateFileError,
     GateTraffic,
@@ -788,12 +789,23 @@ class LintResult:
         }
 
 
+def rules_for(gate: GateFile) -> tuple[Rule, ...]:
+    """The rules that judge this gate file: all of them; with a ``[service]`` only those on the topic's
+    settings — the service's own clients are inside it, so the cases alone judge how it produces and
+    commits (the file's ``[producer]`` / ``[consumer]`` describe the harness's input writer and output
+    reader, not the service)."""
+    if gate.service is None:
+        return RULES
+    return tuple(rule for rule in RULES if set(rule.keys) <= set(TOPIC_KEYS))
+
+
 def derive(gate: GateFile) -> LintResult:
-    """Evaluate every rule on the gate's effective settings (pure: no client is built)."""
+    """Evaluate the gate file's rules (:func:`rules_for`) on its effective settings (pure: no client is
+    built)."""
     view = View.of(gate)
     findings = tuple(
         Finding(_for(rule, view), tuple(view.setting(k) for k in rule.keys))
-        for rule in RULES
+        for rule in rules_for(gate)
         if rule.test(view)
     )
     return LintResult(gate.guarantee, findings)

@@ -356,6 +356,14 @@ class GateCase:
         run.traffic = traffic.for_run()
         return (f"traffic: {traffic.describe()}",)
 
+    def _service(self, run: ScenarioRun) -> tuple[str, ...]:
+        """Hand the team's service (``[service]``) to the run: a service case runs it."""
+        service = self.session.gate.service
+        if service is None:
+            return ()
+        run.team_service = service.spec
+        return (f"the team's service: {service.describe()}",)
+
     def _commit(self, run: ScenarioRun) -> tuple[str, ...]:
         """Make every member of the run commit as the team's application does (its ``[consumer]``)."""
         strategy = commit_strategy(self.session.gate, getattr(run, "client_library", "librdkafka"))
@@ -374,7 +382,7 @@ class GateCase:
         with factory(gate_scenario(self.scenario, variant), variant.name) as run:
             for note in self.session.notes:
                 run.note(f"gate: {note}")
-            notes = (*self._traffic(run), *self._commit(run))
+            notes = (*self._traffic(run), *self._commit(run), *self._service(run))
             for note in notes:
                 run.note(f"gate: {note}")
             try:
@@ -523,6 +531,8 @@ class GateSession:
         }
         if gate.traffic is not None:
             data["traffic"] = gate.traffic.to_dict()
+        if gate.service is not None:
+            data["service"] = gate.service.to_dict()
         if gate.consumer is not None:
             data["consumer"] = gate.consumer.settings.as_dict()
             data["commit"] = gate.consumer.commit.value
@@ -604,6 +614,10 @@ class GatePlugin:
                 why = traffic_not_applicable(case, client)
                 if why is not None:
                     lines.append(f"chaos gate: traffic not applicable to {case}: {why}")
+        if gate.service is not None:
+            lines.append(
+                f"chaos gate: the team's service, run by the service cases: {gate.service.describe()}"
+            )
         if plan is not None:
             lines.append(f"chaos gate: cases {', '.join(plan.run) or 'none'} ({plan.describe()})")
             if plan.not_run:

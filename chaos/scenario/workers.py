@@ -16,6 +16,7 @@ from typing import Any, Final, Literal
 
 from chaos.errors import ConfigError
 from chaos.scenario.model import ScenarioError
+from chaos.service import ServiceSpec
 from chaos.workload import (
     IDEMPOTENT,
     Checkpoint,
@@ -98,6 +99,9 @@ class RunWorkers:
         self.traffic: Traffic | None = None
         """The run's default traffic: a producer started without a ``traffic`` of its own takes it (the
         gate's ``[traffic]``); one without a rate (as fast as acks come) takes it without its rate pattern."""
+        self.team_service: ServiceSpec | None = None
+        """The team's service (the gate's ``[service]``): a service case (SV1) runs it in place of its
+        own example service; ``None``: the case's example."""
         self.commit: CommitStrategy | None = None
         """The application's commit strategy (the gate's ``[consumer] commit``): every member the case starts
         commits this way, whatever strategy the case asks for; ``None``: the case's."""

@@ -6,7 +6,10 @@
 * the Python service (``examples/services/python/service.py``) as a local image, ``FROM`` the project's
   local JRE base image, with Debian's ``python3`` and the ``confluent-kafka`` wheel this environment runs.
 
-``python -m chaos.service.examples ensure [--kafka-version V]`` builds what is missing.
+``python -m chaos.service.examples ensure [--kafka-version V]`` builds what is missing; ``python -m
+chaos.service.examples run streams [--kafka-version V]`` becomes the built Streams application (``exec``: the
+harness's faults signal it directly), which is how a gate file names it: ``command = ["{python}", "-m",
+"chaos.service.examples", "run", "streams"]``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
@@ -178,9 +182,16 @@ def ensure_python_image() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m chaos.service.examples", description=__doc__)
-    parser.add_argument("action", choices=["ensure"])
+    parser.add_argument("action", choices=["ensure", "run"])
+    parser.add_argument("example", nargs="?", choices=["streams"], help="with run: the example to become")
     parser.add_argument("--kafka-version", default=versions.chosen_kafka_version())
     args = parser.parse_args(argv)
+    if args.action == "run":
+        if args.example is None:
+            parser.error("run needs the example's name: run streams")
+        command = ensure_streams_app(args.kafka_version).command()
+        sys.stdout.flush()
+        os.execv(command[0], command)
     app = ensure_streams_app(args.kafka_version)
     print(f"streams example: {app.directory}")
     print(f"python example image: {ensure_python_image()}")

@@ -141,7 +141,7 @@ class ServiceInstance:
                 prefix = ["setpriv", "--pdeathsig", "KILL", "--"]  # it dies with the harness
             try:
                 self._proc = subprocess.Popen(
-                    [*prefix, *self.spec.command],
+                    [*prefix, *self.spec.argv()],
                     cwd=self.spec.cwd,
                     env={**os.environ, "PYTHONUNBUFFERED": "1", **self.environment()},
                     stdin=subprocess.DEVNULL,

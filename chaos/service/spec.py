@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,10 @@ PLACEHOLDERS: Final = ("bootstrap", "input_topic", "output_topic", "group", "ins
 servers, ``{input_topic}``, ``{output_topic}`` (the run's topic, what the audit reads), ``{group}`` the
 service's consumer group (or Streams application id), ``{instance}`` the instance's number (0, 1, 2) and
 ``{properties}`` the path of the ``.properties`` file written for the instance."""
+COMMAND_PLACEHOLDERS: Final = ("python",)
+"""What an argument of ``command`` may name in braces: ``{python}``, the interpreter the harness runs on (a
+service written with confluent-kafka can run on the harness's own environment; a gate file cannot know its
+path)."""
 MAX_INSTANCES: Final = 3
 _ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME: Final = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
@@ -31,7 +36,7 @@ class ServiceConfigError(ConfigError):
     """A :class:`ServiceSpec` field is invalid; the message names the field and the accepted values."""
 
 
-def _placeholders(text: str, where: str) -> None:
+def _placeholders(text: str, where: str, allowed: tuple[str, ...] = PLACEHOLDERS) -> None:
     try:
         fields = [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
     except ValueError as exc:
@@ -40,10 +45,10 @@ def _placeholders(text: str, where: str) -> None:
             "write a literal brace twice: {{ or }}"
         ) from exc
     for name in fields:
-        if name not in PLACEHOLDERS:
+        if name not in allowed:
             raise ServiceConfigError(
                 f"ServiceSpec.{where}: unknown placeholder {{{name}}} in {text!r}; the harness fills "
-                f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
+                f"{', '.join('{' + p + '}' for p in allowed)}"
             )
 
 
@@ -68,6 +73,8 @@ class ServiceSpec:
     environment and ``env`` over it) and ``image`` (a container sharing the cluster's network namespace, so
     it reaches the brokers at the addresses they advertise; labelled like every container of the cluster,
     so the reaper removes it even after ``kill -9`` of the runner) with only ``env``.
+
+    ``command`` may name ``{python}`` (:data:`COMMAND_PLACEHOLDERS`).
 
     :param env: the environment variables the service reads, each a template of :data:`PLACEHOLDERS`
         (``{"BOOTSTRAP_SERVERS": "{bootstrap}", "INPUT_TOPIC": "{input_topic}"}``).
@@ -128,6 +135,8 @@ class ServiceSpec:
                 f"ServiceSpec.command: expected a non-empty list of arguments, e.g. "
                 f"['python', 'service.py']; got {command!r}"
             )
+        for number, argument in enumerate(command or ()):
+            _placeholders(argument, f"command[{number}]", COMMAND_PLACEHOLDERS)
         if image is not None and (not isinstance(image, str) or not image.strip()):
             raise ServiceConfigError(f"ServiceSpec.image: expected an image reference; got {image!r}")
         if cwd is not None:
@@ -193,6 +202,11 @@ class ServiceSpec:
     @property
     def kind(self) -> Literal["process", "container"]:
         return "process" if self.command is not None else "container"
+
+    def argv(self) -> list[str]:
+        """``command`` with ``{python}`` filled (a literal brace is written twice)."""
+        assert self.command is not None
+        return [argument.format(python=sys.executable) for argument in self.command]
 
     def describe(self) -> str:
         how = " ".join(self.command) if self.command is not None else f"image {self.image}"
