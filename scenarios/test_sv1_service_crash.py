@@ -42,10 +42,13 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import cast
 
 from chaos.faults.process import Crash
 from chaos.faults.targets import LeaderOf
 from chaos.history import Delivery
+from chaos.run.events import Isolation
+from chaos.run.terms import Guarantee
 from chaos.scenario import Scenario, ScenarioRun, Variant, chaos_scenario, views
 from chaos.service import ServiceCrash, ServicePause, ServiceSpec, input_client
 from chaos.service.examples import PYTHON_DIR
@@ -120,7 +123,7 @@ def test_sv1(run: ScenarioRun) -> None:
         "producer-0",
         topic=service.input_topic,
         role="input",
-        client=None if exactly_once else input_client(run.variant.guarantee or "at_least_once"),
+        client=None if exactly_once else input_client(cast(Guarantee, run.variant.guarantee)),
         rate=RATE,
         count=INPUTS,
         duration_s=90,
@@ -135,7 +138,7 @@ def test_sv1(run: ScenarioRun) -> None:
         time.sleep(PAUSE_S)
     producer.join()
     run.wait_quiet("the output idle", lambda e: isinstance(e, Delivery), 5.0, 120)
-    isolation = "read_committed" if exactly_once else None
+    isolation: Isolation | None = "read_committed" if exactly_once else None
     run.wait_caught_up(60, topic=run.topic, isolation=isolation)
     result = run.finish(
         isolations=("read_committed",) if exactly_once else ("read_uncommitted", "read_committed")
