@@ -637,9 +637,7 @@ class GateReport:
             lines[-1] += f"; the strongest guarantee the settings keep: `{lint.get('strongest') or 'none'}`"
         plan = self.plan
         if plan is not None:
-            lines.append(f"Cases: {plan.describe()}")
-            if plan.added_by_lint:
-                lines[-1] += f" (added by the lint: {', '.join(plan.added_by_lint)})"
+            lines.append(f"Cases: {plan.describe()}")  # names the lint's added cases
             if plan.not_run:
                 lines.append(f"Named by the lint, not run: {_cell(plan.not_run_text())}")
         lines += ["", "| case | result | verdict | anomalies | thresholds | retries | report |"]

@@ -9,8 +9,9 @@ the cut was done. The inner runs are audited by the reference engine (`CHAOS_AUD
 keep the test near three minutes; the verdict rules are the same for both engines.
 
 Checked: no case is inconclusive or broken (a harness reason), the lint's cases ran or are listed as not
-run, the exit code is the documented one (1: the lint proves the claim broken, whatever the cases show),
-and the SASL password is in no file of the output tree nor in the command's output.
+run, L6 — whose members commit as the team's consumer does — fails as the lint predicts, the exit code is
+the documented one (1: the lint proves the claim broken, whatever the cases show), and the SASL password
+is in no file of the output tree nor in the command's output.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -46,11 +48,16 @@ def _contents(path: Path) -> bytes:
 @pytest.mark.timeout(600)
 def test_the_full_gate_on_a_teams_real_configuration(tmp_path: Path) -> None:
     out = tmp_path / "gate"
+    # the team's file and its .properties, each case tried once: L6 is expected to fail, not to be retried
+    for name in ("producer-realistic.properties", "consumer-realistic.properties"):
+        shutil.copy(GATE.parent / name, tmp_path / name)
+    gate = tmp_path / GATE.name
+    gate.write_text(GATE.read_text(encoding="utf-8").replace("retries = 1", "retries = 0"), encoding="utf-8")
     chaos = Path(sys.executable).with_name("chaos")
     env = {**os.environ, "CHAOS_AUDIT_ENGINE": "reference"}
     started = time.monotonic()
     proc = subprocess.run(
-        [str(chaos), "gate", str(GATE), "--out", str(out), "--cases", "L2,L6", "--seed", "7"],
+        [str(chaos), "gate", str(gate), "--out", str(out), "--cases", "L2,L6", "--seed", "7"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -75,6 +82,9 @@ def test_the_full_gate_on_a_teams_real_configuration(tmp_path: Path) -> None:
     assert set(cases) == {"L2", "L6"}
     assert all(c["outcome"] in ("pass", "fail", "flaky") for c in cases.values()), (reasons, errors)
     assert not any("the cut held" in r for rs in reasons.values() for r in rs), reasons
+    # the members commit as the team's application does (auto commit): L6 shows what the lint found
+    assert cases["L6"]["outcome"] == "fail", cases["L6"]
+    assert "unseen_by_group" in cases["L6"]["attempts"][0]["failed_by"]
     assert data["errors"] == []
     # the lint's cases ran or are listed as not run
     named = {case for v in data["lint"]["violations"] for case in v["cases"]}
@@ -83,7 +93,7 @@ def test_the_full_gate_on_a_teams_real_configuration(tmp_path: Path) -> None:
     assert plan["chosen"] == "--cases"
     assert named <= set(plan["run"]) | {n["case"] for n in plan["not_run"]}
     md = (out / "gate.md").read_text(encoding="utf-8")
-    assert "**NOT KEPT by the configuration (lint)**" in md
+    assert "**NOT KEPT by the configuration (lint)** — the run did reproduce it" in md
     index = (out / "index.html").read_text(encoding="utf-8")
     assert "lint: at_least_once NOT KEPT by the configuration" in index
     # the secret: in no file of the tree (gzipped broker logs opened), not in the command's output
