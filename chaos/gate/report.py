@@ -669,7 +669,7 @@ class GateReport:
             lines += [f"- harness: {_cell(e)}" for e in self.errors]
         noted = [(c.case, c.last.notes) for c in self.cases if c.last is not None and c.last.notes]
         if noted:
-            lines += ["", "### Traffic and log policy", ""]
+            lines += ["", "### How each case ran", ""]
             lines += [f"- **{case}**: {_cell('; '.join(notes))}" for case, notes in noted]
         lines += self._baseline_markdown()
         lines += self._calibration_markdown()

@@ -14,6 +14,7 @@ from typing import Final
 
 import pytest
 
+from chaos.gate.cases import SERVICE_CASES
 from chaos.gate.gatefile import ClientSettings, ConsumerSide, GateFile, Origin, Setting
 from chaos.gate.lint import LintResult, derive
 from chaos.scenario import Scenario, Variant, discover
@@ -65,9 +66,13 @@ def variant_gate(scenario: Scenario, variant: Variant) -> GateFile:
 
 
 def _judged() -> list[tuple[str, Variant, LintResult]]:
+    """Every built-in variant of the catalog's cases, linted — but the service cases': what fails their
+    ``vulnerable`` variant is the service's code (it commits before it produces), which no configuration
+    the lint reads shows."""
     return [
         (scenario.case_id, variant, derive(variant_gate(scenario, variant)))
         for scenario in discover()
+        if scenario.case_id not in SERVICE_CASES
         for variant in scenario.variants
     ]
 

@@ -15,6 +15,7 @@ import pytest
 
 from chaos.gate.gatefile import THRESHOLD_KEYS, TOP_KEYS, TOPIC_KEYS, TRAFFIC_KEYS
 from chaos.gate.lint import RULES, rules_markdown
+from chaos.gate.servicetable import SERVICE_KEYS
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 EXAMPLES: Final = ROOT / "examples"
@@ -159,10 +160,13 @@ def test_the_docs_rules_table_is_generated_from_the_code() -> None:
 
 def test_the_docs_describe_every_key() -> None:
     text = DOC.read_text(encoding="utf-8")
-    tables = ("producer", "consumer", "topic", "traffic", "thresholds", "baseline")
+    tables = ("producer", "consumer", "topic", "traffic", "thresholds", "baseline", "service")
     for table in tables:
         assert f"`[{table}]`" in text, f"docs/gate.md does not describe [{table}]"
     keys = (*TOP_KEYS, *TOPIC_KEYS, *TRAFFIC_KEYS, *THRESHOLD_KEYS, "file", "settings", "commit", "transform")
+    keys += tuple(
+        k for k in SERVICE_KEYS if k not in ("name", "ready_pattern", "ready_timeout_s", "stop_grace_s")
+    )
     for key in (*keys, "tolerance", "min_change_s"):
         assert key in tables or f"| `{key}`" in text, f"docs/gate.md's tables do not describe {key}"
 

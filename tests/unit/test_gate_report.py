@@ -317,7 +317,7 @@ def test_the_log_policy_and_traffic_notes_in_gate_md_and_the_retention_in_why(tm
     gate = report(case("L6", l6), case("L2", l2), case("O6", o6))
     md = gate.markdown()
     assert f"- **L6** (fail): expired_unread: 270 (forbidden); {expired}" in md
-    assert "### Traffic and log policy" in md
+    assert "### How each case ran" in md
     assert f"- **L2**: {compacted}" in md
     assert "- **O6**: traffic not applicable: its own transform's output" in md
     write_gate(tmp_path, gate)
