@@ -188,6 +188,70 @@ class Example:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionRange:
+    """Where every instance of one anomaly on one topic-partition lies: how many, their first and last
+    offset and time (each ``None`` when no instance names one). ``topic`` / ``partition`` ``None``: the
+    instances that name no position (a send that never reached the log)."""
+
+    topic: str | None
+    partition: int | None
+    count: int
+    first_offset: int | None = None
+    last_offset: int | None = None
+    first_ts: float | None = None
+    last_ts: float | None = None
+
+    def __post_init__(self) -> None:
+        _need(_is_int(self.count) and self.count > 0, self, "count", "an int > 0", self.count)
+        _need(
+            (self.first_offset is None) == (self.last_offset is None)
+            and (self.first_offset is None or self.first_offset <= self.last_offset),  # type: ignore[operator]
+            self,
+            "first_offset",
+            "first <= last, both or neither given",
+            (self.first_offset, self.last_offset),
+        )
+
+    def sort_key(self) -> tuple[Any, ...]:
+        return (self.topic is not None, self.topic or "", self.partition is not None, self.partition or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "count": self.count,
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
+        }
+
+
+def partition_ranges(instances: Iterable[Example]) -> tuple[PartitionRange, ...]:
+    """Every instance of an anomaly, summed up per topic-partition (:class:`PartitionRange`), in
+    :meth:`PartitionRange.sort_key` order."""
+    groups: dict[tuple[str | None, int | None], list[Example]] = defaultdict(list)
+    for e in instances:
+        groups[(e.topic, e.partition)].append(e)
+    ranges = []
+    for (topic, partition), group in groups.items():
+        offsets = [e.offset for e in group if e.offset is not None]
+        times = [e.ts for e in group if e.ts is not None]
+        ranges.append(
+            PartitionRange(
+                topic,
+                partition,
+                len(group),
+                min(offsets) if offsets else None,
+                max(offsets) if offsets else None,
+                min(times) if times else None,
+                max(times) if times else None,
+            )
+        )
+    return tuple(sorted(ranges, key=PartitionRange.sort_key))
+
+
+@dataclass(frozen=True, slots=True)
 class AnomalyReport:
     """How many instances of one anomaly, the first ``max_examples`` of them in :meth:`Example.sort_key`
     order, and ``by_producer``: the instances per producer named in their value id (sorted by producer;
@@ -197,6 +261,9 @@ class AnomalyReport:
     count: int
     examples: tuple[Example, ...] = ()
     by_producer: tuple[tuple[str, int], ...] = ()
+    ranges: tuple[PartitionRange, ...] = ()
+    """Every instance, per topic-partition (:func:`partition_ranges`): where all of them lie, not only the
+    kept examples."""
 
     def __post_init__(self) -> None:
         _need(_is_int(self.count), self, "count", "an int >= 0", self.count)
@@ -217,12 +284,20 @@ class AnomalyReport:
             f"(producer, count > 0) pairs sorted by producer, summing to at most count={self.count}",
             self.by_producer,
         )
+        _need(
+            not self.ranges or sum(r.count for r in self.ranges) == self.count,
+            self,
+            "ranges",
+            f"per-partition counts summing to count={self.count} (or none)",
+            self.ranges,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "count": self.count,
             "examples": [e.to_dict() for e in self.examples],
             "by_producer": dict(self.by_producer),
+            "ranges": [r.to_dict() for r in self.ranges],
         }
 
 
@@ -563,17 +638,22 @@ class AuditFacts:
 
 
 def make_report(
-    examples: list[Example], count: int, max_examples: int, by_producer: Mapping[str, int] | None = None
+    examples: list[Example],
+    count: int,
+    max_examples: int,
+    by_producer: Mapping[str, int] | None = None,
+    ranges: Iterable[PartitionRange] | None = None,
 ) -> AnomalyReport:
     """An :class:`AnomalyReport` keeping the first ``max_examples`` of ``examples`` in sort-key order.
-    ``by_producer``: the count per producer (None: counted from ``examples``, which are then every
-    instance)."""
+    ``by_producer`` (the count per producer) and ``ranges`` (per topic-partition): None when ``examples``
+    are every instance, which they are then counted from."""
     if by_producer is None:
         by_producer = Counter(p for e in examples if (p := producer_of(e.value_id)) is not None)
     return AnomalyReport(
         count,
         tuple(sorted(examples, key=Example.sort_key)[:max_examples]),
         tuple(sorted((p, n) for p, n in by_producer.items() if n)),
+        partition_ranges(examples) if ranges is None else tuple(sorted(ranges, key=PartitionRange.sort_key)),
     )
 
 

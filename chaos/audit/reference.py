@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -213,7 +213,8 @@ def reference_audit(
         ((s.topic, s.partition, s.offset, s.action) for s in starts),
         ((d.topic, d.partition, d.outcome, d.low_offset, d.ts) for d in drain_ends),
     )
-    latest = _latest_of_keys(txn.acked_at, invokes) if log_policies.compacting() else {}
+    read_at = _first_reads(deliveries) if log_policies.active() else {}
+    latest = _latest_of_keys(_placed_acks(txn, read_at), invokes) if log_policies.compacting() else {}
     removed: dict[tuple[str, int, str], int] = defaultdict(int)
 
     for v, send in invokes.items():
@@ -224,7 +225,8 @@ def reference_audit(
                 ack_topic, ack = txn.first_ack[v]
                 example = Example(v, ack_topic, ack.partition, ack.offset, ack.ts)
                 assert ack.partition is not None
-                at = (ack_topic, ack.partition, ack.offset)
+                placed = ack.offset if ack.offset is not None else read_at.get((v, ack_topic, ack.partition))
+                at = (ack_topic, ack.partition, placed)
                 why = log_policies.removed(
                     v, at, send.key, latest.get((ack_topic, ack.partition, send.key)), send.tombstone, ack.ts
                 )
@@ -354,6 +356,32 @@ def reference_audit(
     return AuditFacts(
         run_id, anomalies, availability, totals, tuple(sorted(set(problems))), log_policies.removals(removed)
     )
+
+
+def _first_reads(deliveries: list[tuple[int, Delivery]]) -> dict[tuple[str, str, int], int]:
+    """Per (value, topic, partition) the lowest offset the group read it at."""
+    first: dict[tuple[str, str, int], int] = {}
+    for _, d in deliveries:
+        if d.value_id is None or d.partition is None or d.offset is None:
+            continue
+        slot = (d.value_id, d.topic, d.partition)
+        first[slot] = min(first.get(slot, d.offset), d.offset)
+    return first
+
+
+def _placed_acks(
+    txn: _Transactions, read_at: Mapping[tuple[str, str, int], int]
+) -> list[tuple[str, Position]]:
+    """Every acknowledged position (:attr:`_Transactions.acked_at`), and for a value whose first ack names
+    no offset — librdkafka acknowledges a retried batch the broker already held (``DUPLICATE_SEQUENCE_
+    NUMBER``) without one — the offset the group first read it at there, when it did."""
+    placed = list(txn.acked_at)
+    for v, (topic, ack) in txn.first_ack.items():
+        if ack.offset is None and ack.partition is not None:
+            offset = read_at.get((v, topic, ack.partition))
+            if offset is not None:
+                placed.append((v, (topic, ack.partition, offset)))
+    return placed
 
 
 def _latest_of_keys(

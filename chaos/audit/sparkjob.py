@@ -95,6 +95,7 @@ from chaos.audit.model import (
     LagPoint,
     LatencyStats,
     Mark,
+    PartitionRange,
     Totals,
     TxnAttempt,
     TxnMarkerRow,
@@ -250,7 +251,7 @@ def spark_audit(
             spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
             polls = _poll_order(F, Window, control, deliveries, log, per_value, options, hold, spans=spans)
             policies = _log_policies(driver_rows)
-            instances = _instances(F, Window, h, per_value, polls, hold, policies)
+            instances = _instances(F, Window, h, per_value, polls, hold, policies, deliveries)
             parts = _parts(
                 F,
                 Window,
@@ -416,6 +417,19 @@ def _parts(
         .groupBy("run_id", "anomaly", producer.alias("producer"))
         .agg(F.count(F.lit(1)).alias("n"))
     )
+    ranges = (
+        instances.groupBy(
+            "run_id", "anomaly", F.col("topic").alias("rg_topic"), F.col("partition").alias("rg_partition")
+        )
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min("offset").alias("rg_first_offset"),
+            F.max("offset").alias("rg_last_offset"),
+            F.min("ts").alias("rg_first_ts"),
+            F.max("ts").alias("rg_last_ts"),
+        )
+        .withColumn("part", F.lit("range"))
+    )
     removals = (
         instances.where(F.col("anomaly").isin(*REMOVAL_KINDS, "expired_unread"))
         .groupBy(
@@ -428,6 +442,7 @@ def _parts(
         examples.select(F.lit("example").alias("part"), "run_id", "anomaly", "n", "rn", *_EXAMPLE_COLUMNS),
         removals,
         by_producer.withColumn("part", F.lit("by_producer")),
+        ranges,
         per_value.groupBy("run_id")
         .agg(*(F.sum(c).alias(c) for c in _COUNTS))
         .withColumn("part", F.lit("totals")),
@@ -467,12 +482,17 @@ def _log_policies(rows: list[Any]) -> dict[str, LogPolicies]:
 
 
 def _removed(
-    F: Any, instances: DataFrame, per_value: DataFrame, policies: dict[str, LogPolicies]
+    F: Any,
+    instances: DataFrame,
+    per_value: DataFrame,
+    policies: dict[str, LogPolicies],
+    deliveries: DataFrame,
 ) -> DataFrame:
     """``instances`` with each ``lost_acked`` one the log policy explains renamed ``expired`` or
     ``compacted`` (:mod:`chaos.audit.logpolicy`; totals, not anomalies), and an ``expired_unread``
     instance beside each expired value the group never read. Nothing changes for runs where nothing can
-    have been removed."""
+    have been removed. A value whose first ack names no offset (a retried batch the broker already held)
+    is placed where the group first read it in that partition, as the reference does."""
     active = {run: p for run, p in policies.items() if p.active()}
     if not active:
         return instances
@@ -500,24 +520,47 @@ def _removed(
     first = per_value.where(F.col("c_sent").isNotNull()).select(
         "run_id", "value_id", "key", "tombstone", "delivered"
     )
+    read_at = (
+        deliveries.where(F.col("value_id").isNotNull() & F.col("offset").isNotNull())
+        .groupBy("run_id", "value_id", "topic", "partition")
+        .agg(F.min("offset").alias("read_offset"))
+    )
     lost = (
-        lost.join(first, ["run_id", "value_id"], "left")
+        lost.join(read_at, ["run_id", "value_id", "topic", "partition"], "left")
+        .join(first, ["run_id", "value_id"], "left")
         .join(F.broadcast(ends), ["run_id", "topic", "partition"], "left")
         .join(F.broadcast(rules), ["run_id", "topic"], "left")
     )
     compacting = any(p.compacting() for p in active.values())
     if compacting:
+        keyed = per_value.where(F.col("key").isNotNull())
+        acked = keyed.where(F.col("sd_acked") & F.col("sd_topic").isNotNull()).select(
+            "run_id",
+            "value_id",
+            "key",
+            F.col("sd_topic").alias("topic"),
+            F.col("sd_partition").alias("partition"),
+            F.col("sd_offset").alias("o"),
+        )
+        unplaced = keyed.where(F.col("na_topic").isNotNull()).select(
+            "run_id",
+            "value_id",
+            "key",
+            F.col("na_topic").alias("topic"),
+            F.col("na_partition").alias("partition"),
+        )
+        placed = unplaced.join(read_at, ["run_id", "value_id", "topic", "partition"]).select(
+            "run_id", "value_id", "key", "topic", "partition", F.col("read_offset").alias("o")
+        )
         latest = (
-            per_value.where(F.col("sd_acked") & F.col("sd_topic").isNotNull() & F.col("key").isNotNull())
-            .groupBy(
-                "run_id", F.col("sd_topic").alias("topic"), F.col("sd_partition").alias("partition"), "key"
-            )
-            .agg(F.max(F.struct(F.col("sd_offset").alias("o"), F.col("value_id").alias("v"))).alias("latest"))
+            acked.unionByName(placed)
+            .groupBy("run_id", "topic", "partition", "key")
+            .agg(F.max(F.struct(F.col("o"), F.col("value_id").alias("v"))).alias("latest"))
         )
         lost = lost.join(latest, ["run_id", "topic", "partition", "key"], "left")
     else:
         lost = lost.withColumn("latest", F.lit(None).cast("struct<o:bigint,v:string>"))
-    offset = F.col("offset")
+    offset = F.coalesce(F.col("offset"), F.col("read_offset"))
     no = F.lit(False)
     expired = F.coalesce(
         offset.isNotNull() & (offset < F.col("log_start"))
@@ -549,6 +592,7 @@ def _instances(
     polls: DataFrame,
     hold: Callable[[DataFrame], DataFrame],
     policies: dict[str, LogPolicies],
+    deliveries: DataFrame,
 ) -> DataFrame:
     """Every anomaly instance: those decided per value (with the log policy's removals, :func:`_removed`),
     the send chains' (:func:`_send_chains`), the inconsistent offsets and ``polls`` (:func:`_poll_order`),
@@ -587,7 +631,7 @@ def _instances(
         "run_id", F.inline("instances")
     )
     instances = (
-        _removed(F, per_value_instances, per_value, policies)
+        _removed(F, per_value_instances, per_value, policies, deliveries)
         .unionByName(ordered_sends)
         .unionByName(inconsistent)
     )
@@ -1076,6 +1120,8 @@ def _clean_values(F: Any, summary: DataFrame, strings: DataFrame) -> DataFrame:
         F.lit(None).cast("boolean").alias("tombstone"),  # never lost, so never asked
         F.lit(True).alias("delivered"),
         F.lit(True).alias("sd_acked"),
+        F.lit(None).cast("string").alias("na_topic"),
+        F.lit(None).cast("int").alias("na_partition"),
     )  # fmt: skip
 
 
@@ -1417,6 +1463,10 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         F.when(first_row, F.coalesce(F.col("inv.tombstone"), F.lit(False))).alias("tombstone"),
         F.when(first_row, F.col("n_counted") > 0).alias("delivered"),
         F.when(is_invoke & F.col("ack").isNotNull(), send_acked).alias("sd_acked"),
+        # acknowledged without an offset (a retried batch the broker already held): where, for the log
+        # policy to place it where the group read it (:func:`_removed`)
+        *(F.when(is_invoke & send_acked & paired.offset.isNull() & paired.partition.isNotNull(), c).alias(n)
+          for c, n in ((F.col("topic"), "na_topic"), (paired.partition, "na_partition"))),
     )  # fmt: skip
     return emitted.where(
         first_row
@@ -1425,6 +1475,7 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         | F.col("instances").isNotNull()
         | F.col("av_topic").isNotNull()
         | F.col("sd_topic").isNotNull()
+        | F.col("na_topic").isNotNull()
         | F.col("rb_index").isNotNull()
     )
 
@@ -1832,6 +1883,19 @@ def _facts(
     per_producer: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
     for e in by_part["by_producer"]:
         per_producer[(e.run_id, e.anomaly)][e.producer] = e.n
+    ranges: dict[tuple[str, str], list[PartitionRange]] = defaultdict(list)
+    for e in by_part["range"]:
+        ranges[(e.run_id, e.anomaly)].append(
+            PartitionRange(
+                e.rg_topic,
+                e.rg_partition,
+                e.n,
+                e.rg_first_offset,
+                e.rg_last_offset,
+                e.rg_first_ts,
+                e.rg_last_ts,
+            )
+        )
     for e in by_part["example"]:
         counts[(e.run_id, e.anomaly)] = e.n
         if e.rn <= options.max_examples:
@@ -1858,6 +1922,7 @@ def _facts(
                     counts.get((run, name), 0),
                     options.max_examples,
                     per_producer[(run, name)],
+                    ranges[(run, name)],
                 ),
             )
             for name in ANOMALIES

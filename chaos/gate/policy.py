@@ -22,6 +22,7 @@ from chaos.audit.model import (
     Example,
     FaultWindow,
     LatencyStats,
+    PartitionRange,
     Removal,
     Totals,
 )
@@ -122,6 +123,7 @@ def _facts_from_dict(facts: Mapping[str, Any], run_id: str) -> AuditFacts:
             int(found["count"]),
             tuple(Example(**e) for e in found.get("examples", ())),
             tuple(sorted((str(p), int(n)) for p, n in found.get("by_producer", {}).items())),
+            tuple(PartitionRange(**r) for r in found.get("ranges", ())),  # absent: an older audit.json
         )
 
     anomalies = tuple((name, report(name)) for name in ANOMALIES)

@@ -227,9 +227,14 @@ class ExampleGroup:
     @property
     def where(self) -> str:
         """``chaos-0`` (``topic-partition``), or what is known of it."""
-        if self.topic is None:
-            return "unknown partition" if self.partition is None else f"partition {self.partition}"
-        return self.topic if self.partition is None else f"{self.topic}-{self.partition}"
+        return partition_name(self.topic, self.partition)
+
+
+def partition_name(topic: str | None, partition: int | None) -> str:
+    """``chaos-0`` (``topic-partition``), or what is known of it."""
+    if topic is None:
+        return "unknown partition" if partition is None else f"partition {partition}"
+    return topic if partition is None else f"{topic}-{partition}"
 
 
 def _span(values: Sequence[float]) -> str:

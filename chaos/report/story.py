@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
-from chaos.report.attribution import ExampleGroup, describe_event
+from chaos.report.attribution import ExampleGroup, describe_event, partition_name
 from chaos.report.explain import ANOMALY_HINTS, ANOMALY_TIME, GUARANTEE_PROMISE, noun
 
 if TYPE_CHECKING:
-    from chaos.audit.model import AuditFacts
+    from chaos.audit.model import AuditFacts, PartitionRange
     from chaos.gate.policy import AuditResult
     from chaos.report.timeline import FaultSpan
     from chaos.run.evidence import Check
@@ -103,8 +103,47 @@ def _guarantee(facts: StoryFacts) -> str:
 # ------------------------------------------------------------------------------------------------ parts
 
 
-def _where(name: str, count: int, groups: Sequence[ExampleGroup], t0: float | None) -> str:
-    """Where the instances are: partitions, offsets and times of the examples the audit kept."""
+def _all_where(name: str, count: int, ranges: Sequence[PartitionRange], t0: float | None) -> str:
+    """Where every instance is: each partition's count, offset and time range (the audit's
+    :attr:`~chaos.audit.model.AnomalyReport.ranges`)."""
+    when = ANOMALY_TIME.get(name, "sent")
+
+    def place(r: PartitionRange, with_count: bool) -> str:
+        parts = []
+        if r.first_offset is not None and r.last_offset is not None:
+            parts.append(_offsets(r.first_offset, r.last_offset))
+        if r.first_ts is not None and r.last_ts is not None:
+            parts.append(f"{when} {_between(r.first_ts, r.last_ts, t0)}")
+        key = partition_name(r.topic, r.partition)
+        detail = ", ".join(parts)
+        if with_count:
+            return f"{key} ({r.count:,}{', ' + detail if detail else ''})"
+        return f"{key}, {detail}" if detail else key
+
+    busiest = sorted(ranges, key=lambda r: -r.count)
+    if len(busiest) == 1:
+        spot = place(busiest[0], False)
+        lead = "It is on" if count == 1 else "Both are on" if count == 2 else f"All {count:,} are on"
+    else:
+        shown = [place(r, True) for r in busiest[:MAX_PARTITIONS]]
+        if len(busiest) > MAX_PARTITIONS:
+            shown.append(f"{len(busiest) - MAX_PARTITIONS} more partitions")
+        spot = _join(shown)
+        lead = "They are on"
+    return f"{lead} {spot}."
+
+
+def _where(
+    name: str,
+    count: int,
+    groups: Sequence[ExampleGroup],
+    t0: float | None,
+    ranges: Sequence[PartitionRange] = (),
+) -> str:
+    """Where the instances are: every instance's partitions, offsets and times when the audit gives their
+    ranges; else those of the examples the audit kept (an ``audit.json`` written before the ranges)."""
+    if ranges:
+        return _all_where(name, count, ranges, t0)
     examples = [e for g in groups for e in g.examples]
     if not examples:
         return "The audit kept no example of them, so where they are is not known."
@@ -278,7 +317,8 @@ def _failed(facts: StoryFacts, audit: AuditResult | None) -> list[str]:
         sentences.append(first + ".")
         main, count = failing[0]
         groups = facts.groups.get(main, ())
-        sentences.append(_where(main, count, groups, facts.t0))
+        ranges = audit.facts.anomaly(main).ranges if audit is not None else ()
+        sentences.append(_where(main, count, groups, facts.t0, ranges))
         if groups and any(g.examples for g in groups):
             sentences.append(_windows(groups, facts.spans, facts.t0))
             events = _events(groups, facts.t0)

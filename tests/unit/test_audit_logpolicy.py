@@ -10,6 +10,7 @@ value the group never read is also ``expired_unread``. Spark must return exactly
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -17,8 +18,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.audit.model import AuditOptions, LogRecord
+from chaos.audit.model import AuditOptions, LogRecord, PartitionRange
 from chaos.audit.reference import reference_audit
+from chaos.gate.policy import AuditResult, judge
 from chaos.history.events import (
     Delivery,
     DrainEnd,
@@ -49,6 +51,7 @@ class Plan:
     deleted: tuple[bool, ...]  # per partition: the start was moved by DeleteRecords
     removed: frozenset[int]  # other values the log no longer holds (compaction or real loss)
     delivered_below: tuple[int, ...]  # per partition, the group read its records below this offset
+    no_offset: frozenset[int] = frozenset()  # values whose ack names no offset (a duplicate's answer)
 
 
 @st.composite
@@ -71,6 +74,7 @@ def plans(draw: st.DrawFn) -> Plan:
         tuple(draw(st.booleans()) for _ in range(partitions)),
         frozenset(draw(st.sets(st.integers(0, n - 1), max_size=n // 2))),
         tuple(draw(st.integers(0, sizes[p])) for p in range(partitions)),
+        frozenset(draw(st.sets(st.integers(0, n - 1), max_size=n // 3))),
     )
 
 
@@ -123,8 +127,9 @@ def build(plan: Plan, run_id: str) -> Built:
             )
         )
         ack = tick()
+        acked_offset = None if seq in plan.no_offset else offsets[partition]
         events.append(SendOutcome(process="producer-0", value_id=v, outcome="ok", partition=partition,
-                                  offset=offsets[partition], latency_ms=1.0, **ack))  # fmt: skip
+                                  offset=acked_offset, latency_ms=1.0, **ack))  # fmt: skip
         sent.append((v, partition, offsets[partition], key, tombstone, ack["ts"]))
         offsets[partition] += 1
     absent = {
@@ -163,15 +168,26 @@ def build(plan: Plan, run_id: str) -> Built:
                                    outcome="ok", low_offset=plan.start[partition],
                                    high_offset=offsets[partition], **end))  # fmt: skip
 
-    # the rules, transcribed (docs/audit.md, "What Kafka removes on purpose")
+    # the rules, transcribed (docs/audit.md, "What Kafka removes on purpose"); a value acknowledged without
+    # an offset is placed where the group read it, and cannot be placed when it never did
+    def placed(i: int) -> int | None:
+        return sent[i][2] if i not in plan.no_offset or i in delivered else None
+
     deletes = plan.policy is not None and "delete" in plan.policy and plan.retention_ms >= 0
     compacts = plan.policy is not None and "compact" in plan.policy
     lost = expired = compacted = unread = 0
     for i in sorted(absent):
         v, partition, offset, key, tombstone, ack_ts = sent[i]
+        if placed(i) is None:
+            lost += 1
+            continue
         below = offset < plan.start[partition]
         by_delete_records = plan.deleted[partition] and below
-        later = [s for s in sent if s[3] == key and s[1] == partition and s[2] > offset]
+        later = [
+            j
+            for j, s in enumerate(sent)
+            if s[3] == key and s[1] == partition and (at := placed(j)) is not None and at > offset
+        ]
         old_enough = drained_ts - plan.delete_retention_ms / 1000.0 >= ack_ts
         if below and (deletes or by_delete_records):
             expired += 1
@@ -223,3 +239,59 @@ def test_spark_agrees_with_reference_on_removals(audit_spark: Any, clean_value_i
     collect()
     assert len(cases) >= 200
     assert_spark_agrees(audit_spark, clean_value_ids, cases, OPTIONS)
+
+
+def test_a_value_acknowledged_without_an_offset_is_placed_where_the_group_read_it() -> None:
+    """librdkafka acknowledges a retried batch the broker already held (DUPLICATE_SEQUENCE_NUMBER) without
+    an offset. On a compacted topic such a value, read by the group at offset 1 and superseded by a later
+    value of its key, is compacted — the real L2 run that read it as lost. Never read, it cannot be placed:
+    lost."""
+    plan = Plan(
+        policy="compact",
+        retention_ms=-1,
+        delete_retention_ms=86_400_000,
+        partitions=1,
+        layout=((0, "k0", False), (0, "k0", False), (0, "k0", False), (0, "k1", False), (0, "k1", False)),
+        start=(0,),
+        deleted=(False,),
+        removed=frozenset({0, 1, 3}),
+        delivered_below=(2,),
+        no_offset=frozenset({1, 3}),
+    )
+    built = build(plan, "run")
+    facts = reference_audit(built.case.events, built.case.log, OPTIONS)
+    # 0 and 1 (read at offset 1) are superseded by 2; 3 was never read and has no offset: lost
+    assert (
+        (facts.totals.compacted, facts.anomaly("lost_acked").count) == (2, 1) == (built.compacted, built.lost)
+    )
+    (lost,) = facts.anomaly("lost_acked").examples
+    assert lost.value_id == "run:producer-0:3"
+
+
+def test_audit_json_round_trips_the_ranges_and_an_older_file_reads_without_them() -> None:
+    plan = Plan(
+        policy=None,
+        retention_ms=-1,
+        delete_retention_ms=0,
+        partitions=2,
+        layout=((0, "k0", False), (1, "k0", False), (0, None, False), (1, None, False), (1, "k1", False)),
+        start=(0, 0),
+        deleted=(False, False),
+        removed=frozenset({0, 1, 4}),
+        delivered_below=(0, 0),
+    )
+    built = build(plan, "run")
+    result = judge(reference_audit(built.case.events, built.case.log, OPTIONS), "at_least_once", "reference")
+    report = result.facts.anomaly("lost_acked")
+    assert report.ranges == (
+        PartitionRange(TOPIC, 0, 1, 0, 0, report.examples[0].ts, report.examples[0].ts),
+        PartitionRange(TOPIC, 1, 2, 0, 2, report.examples[1].ts, report.examples[2].ts),
+    )
+    again = AuditResult.from_dict(json.loads(result.to_json()))
+    assert again == result
+    data = json.loads(result.to_json())
+    for found in data["facts"]["anomalies"].values():
+        del found["ranges"]
+    older = AuditResult.from_dict(data)
+    assert older.facts.anomaly("lost_acked").ranges == ()
+    assert older.facts.anomaly("lost_acked").count == 3

@@ -13,6 +13,7 @@ from chaos.audit.model import (
     AuditFacts,
     Availability,
     Example,
+    PartitionRange,
     Removal,
     Totals,
 )
@@ -130,6 +131,34 @@ def test_when_the_audit_kept_fewer_examples_the_story_says_they_are_examples() -
     assert story.what_happened[1] == (
         f"The 10 the audit kept as examples (of 61) are on {TOPIC}-0, offsets 44–53, "
         "acknowledged t+20.0–20.5 s."
+    )
+
+
+def test_with_the_audits_ranges_the_story_names_where_every_instance_is() -> None:
+    """The audit's per-partition ranges cover every instance, not the 10 it kept: the sentence says all 61
+    and their whole offset and time range (busiest partition first)."""
+    audit = _lost(61, range(44, 54))
+    ranges = (
+        PartitionRange(TOPIC, 0, 58, 44, 101, T0 + 20.0, T0 + 22.9),
+        PartitionRange(TOPIC, 2, 3, 7, 9, T0 + 21.0, T0 + 22.0),
+    )
+    anomalies = tuple(
+        (n, replace(r, ranges=ranges) if n == "lost_acked" else r) for n, r in audit.facts.anomalies
+    )
+    audit = replace(audit, facts=replace(audit.facts, anomalies=anomalies))
+    assert tell(_facts(audit)).what_happened[1] == (
+        f"They are on {TOPIC}-0 (58, offsets 44–101, acknowledged t+20.0–22.9 s) and {TOPIC}-2 (3, "
+        "offsets 7–9, acknowledged t+21.0–22.0 s)."
+    )
+    one = replace(
+        audit.facts,
+        anomalies=tuple(
+            (n, replace(r, ranges=ranges[:1], count=58) if n == "lost_acked" else r)
+            for n, r in audit.facts.anomalies
+        ),
+    )
+    assert tell(_facts(replace(audit, facts=one))).what_happened[1] == (
+        f"All 58 are on {TOPIC}-0, offsets 44–101, acknowledged t+20.0–22.9 s."
     )
 
 
