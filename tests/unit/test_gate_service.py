@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from textwrap import dedent
 from typing import Final
 
 import pytest
@@ -15,21 +14,10 @@ from chaos.gate.gatefile import GateFileError, load_gate
 from chaos.gate.lint import RULES, derive, lint_gate, rules_for
 from chaos.service import ServiceSpec
 from chaos.service.spec import ServiceConfigError
+from tests.unit.test_gate_file import problems, write
 
 EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples"
 CATALOG: Final = ("PB1", "ISR2", "L2", "L6", "D1", "MPI1", "O6", "SV1")
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "gate.toml"
-    path.write_text(dedent(text).lstrip(), encoding="utf-8")
-    return path
-
-
-def problems(path: Path) -> str:
-    with pytest.raises(GateFileError) as caught:
-        load_gate(path)
-    return "\n".join(caught.value.problems)
 
 
 def test_the_streams_example_is_a_service_gate_without_a_producer() -> None:
