@@ -5,7 +5,9 @@ Broker logs are the files ``<run_dir>/<log_dir>/*.log.gz`` that :meth:`KafkaClus
 (``*.log`` from older runs; :mod:`chaos.cluster.logs` lists and reads both): each line starts with Docker's
 RFC 3339 UTC timestamp (``2026-11-25T21:57:17.801952109Z``), then the broker's own log4j line
 (``[2026-11-25 21:57:17,796] INFO …``). A line's time is the Docker timestamp, else the log4j one read as
-UTC; a line without either (a stack-trace line) takes the time of the line before.
+UTC; a line without either (a stack-trace line) takes the time of the line before. A team's service writes
+``<name>-<n>.log`` beside them (:mod:`chaos.service`), each line stamped the same way: its lines are read
+with the brokers'.
 """
 
 from __future__ import annotations

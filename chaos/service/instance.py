@@ -4,7 +4,8 @@ Both kinds answer the same calls — :meth:`ServiceInstance.start`, :meth:`~Serv
 ``docker kill``), :meth:`~ServiceInstance.stop` (SIGTERM then SIGKILL after the grace, ``docker stop``),
 :meth:`~ServiceInstance.pause` / :meth:`~ServiceInstance.resume` (SIGSTOP / SIGCONT, ``docker pause`` /
 ``unpause``) and :meth:`~ServiceInstance.state` — so the service faults (:mod:`chaos.service.faults`) act on
-either. The output of every start lands in the instance's log file, ``logs/service-<n>.log`` of the run.
+either. The output of every start lands in the instance's log file, ``logs/<name>-<n>.log`` of the run, each
+line behind its UTC time as the brokers' are (:func:`stamp_lines`; a container's from the engine).
 
 A process runs in a session of its own (its whole process group gets the signals: a shell script that starts
 a JVM is stopped with the JVM) and, started from the main thread, under ``setpriv --pdeathsig KILL``: it
@@ -25,8 +26,9 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from chaos.cluster.engine import LABEL, docker_client
 from chaos.errors import ChaosError
@@ -38,6 +40,21 @@ if TYPE_CHECKING:
 
 CONTAINER_PROPERTIES_DIR: Final = "/etc/chaos-service"
 SERVICE_ROLE: Final = "service"
+
+
+PUMP_JOIN_S: Final = 5.0
+"""How long a stop waits for the last lines of a process's output (a child that keeps the pipe open is not
+waited for)."""
+
+
+def stamp_lines(stream: IO[bytes], path: Path) -> None:
+    """Append each line of ``stream`` to ``path`` behind its UTC time, as Docker stamps a container's (and
+    so the brokers') lines: the report places the service's lines beside the brokers' around each fault."""
+    with stream, path.open("ab") as log:
+        for line in iter(stream.readline, b""):
+            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ ")
+            log.write(stamp.encode() + line)
+            log.flush()
 
 
 class ServiceError(ChaosError):
@@ -79,6 +96,7 @@ class ServiceInstance:
         self._proc: subprocess.Popen[bytes] | None = None
         self._container: Any = None
         self._log_offset = 0
+        self._pump: threading.Thread | None = None
         self._started_at = 0.0
         self._lock = threading.Lock()
 
@@ -145,7 +163,7 @@ class ServiceInstance:
                     cwd=self.spec.cwd,
                     env={**os.environ, "PYTHONUNBUFFERED": "1", **self.environment()},
                     stdin=subprocess.DEVNULL,
-                    stdout=log,
+                    stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
@@ -154,6 +172,14 @@ class ServiceInstance:
                     f"{self.name}: could not start {self.spec.command!r} in {self.spec.cwd or os.getcwd()}: "
                     f"{exc}\n  fix: check ServiceSpec.command and cwd"
                 ) from exc
+        assert self._proc.stdout is not None
+        self._pump = threading.Thread(
+            target=stamp_lines,
+            args=(self._proc.stdout, self.log_path),
+            name=f"{self.name}-output",
+            daemon=True,
+        )
+        self._pump.start()
 
     def _start_container(self) -> None:
         import docker.errors
@@ -283,6 +309,8 @@ class ServiceInstance:
                 except subprocess.TimeoutExpired:
                     self._signal(signal.SIGKILL)
                     self._proc.wait(10.0)
+            if self._pump is not None:
+                self._pump.join(PUMP_JOIN_S)  # its last lines into the log before the run reads it
             return self._proc.returncode
         if self._container is None:
             return None
@@ -320,6 +348,6 @@ class ServiceInstance:
         finally:
             if self._container is not None:
                 with contextlib.suppress(Exception):
-                    self.log_path.write_bytes(self._container.logs())
+                    self.log_path.write_bytes(self._container.logs(timestamps=True))
                 with contextlib.suppress(Exception):
                     self._container.remove(force=True)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chaos.faults.base import FaultLog
+from chaos.report.evidence import parse_line
 from chaos.service import (
     Binding,
     ServiceConfigError,
@@ -124,3 +126,19 @@ def test_stop_without_restart_leaves_it_down(tmp_path: Path) -> None:
     assert fault.record.effect is not None
     assert fault.record.effect.observed
     assert not inst.running
+
+
+def test_each_output_line_is_stamped_with_its_time_as_a_brokers_line_is(tmp_path: Path) -> None:
+    """The report reads a service's log beside the brokers' (its lines within seconds of a fault): each
+    line carries its UTC time, Docker's format, which the log reader parses."""
+    before = time.time()
+    inst = instance(tmp_path).start()
+    inst.close()
+    after = time.time()
+    lines = [line for line in inst.log_path.read_text().splitlines() if not line.startswith("---")]
+    assert lines
+    assert lines[0].endswith(" ready")
+    stamped = [parse_line(line) for line in lines]
+    assert all(ts is not None and before - 1 <= ts <= after + 1 for ts, _ in stamped), lines
+    assert stamped[0][1] == "ready"
+    assert "ready" in inst.output()  # the ready pattern still reads the stamped lines
