@@ -256,12 +256,15 @@ def _removals(facts: AuditFacts) -> str | None:
         return None
     where = []
     for r in facts.removals:
-        why = (
-            f"DeleteRecords to offset {r.deleted_to}"
-            if r.deleted_to is not None
-            else (f"retention.ms={r.retention_ms}" if r.retention_ms is not None else r.cleanup_policy or "")
-        )
-        where.append(f"{r.topic}-{r.partition}" + (f" under {why}" if why else ""))
+        causes = []  # what removed this partition's records: a DeleteRecords, retention, the cleaner
+        if r.deleted_to is not None:
+            causes.append(f"DeleteRecords to offset {r.deleted_to}")
+        if r.expired and r.retention_ms is not None and r.deleted_to is None:
+            causes.append(f"retention.ms={r.retention_ms}")
+        if r.compacted:
+            causes.append(f"cleanup.policy={r.cleanup_policy or 'compact'}")
+        why = " and ".join(causes)
+        where.append(partition_name(r.topic, r.partition) + (f" under {why}" if why else ""))
     shown = where[:MAX_PARTITIONS] + (
         [f"{len(where) - MAX_PARTITIONS} more"] if len(where) > MAX_PARTITIONS else []
     )

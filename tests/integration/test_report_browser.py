@@ -20,10 +20,12 @@ from typing import Any
 
 import pytest
 
+from chaos.gate.policy import AuditResult
 from chaos.paths import reports_dir
 from chaos.report import render_index, render_run
 from chaos.report.assets import plotly_path, plotly_version
 from tests.report_sample import HOSTILE, write_sample_run
+from tests.story_check import contradictions
 
 pytestmark = [pytest.mark.integration]
 
@@ -299,10 +301,12 @@ def _real_tree_pages() -> list[Path]:
 def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
     """Every page of a real run's tree (a gate run, a make chaos run) from file://: each chart it has is
     drawn by the tree's one plotly.js, with no console error, no two visible window labels of a chart touch,
-    and the page tells "What happened". Prints the tree's size and page count."""
+    and the page tells "What happened" — every count, partition and offset range it names the run's
+    audit.json's (tests/story_check.py). Prints the tree's size and page count."""
     pages = _real_tree_pages()
     tree = Path(os.environ["CHAOS_BROWSER_TREE"]).resolve()
     undrawn: dict[str, object] = {}
+    checked = 0
     for report in pages:
         page.errors.clear()
         page.open(report.as_uri(), "document.body.getAttribute('data-charts-rendered') !== null")
@@ -313,11 +317,23 @@ def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
         rendered = page.evaluate("document.body.getAttribute('data-charts-rendered')")
         overlaps = page.evaluate(OVERLAPPING_LABELS)
         story = page.evaluate("(document.querySelector('#story') || {}).innerText || ''")
+        sentences = page.evaluate(
+            "[...document.querySelectorAll('#story .what-happened .sentence')].map(e => e.innerText)"
+        )
         if not drawn or not all(drawn.values()) or rendered != str(len(drawn)) or page.errors:
             undrawn[str(report.relative_to(tree))] = {"charts": drawn, "errors": list(page.errors)}
         if any(overlaps) or "What happened" not in story:
             undrawn[str(report.relative_to(tree))] = {"overlapping labels": overlaps, "story": story[:80]}
+        audit_json = report.with_name("audit.json")
+        if audit_json.is_file():  # every count, partition and offset range the story names is the audit's
+            checked += 1
+            wrong = contradictions(sentences, AuditResult.from_dict(json.loads(audit_json.read_text())))
+            if wrong:
+                undrawn[str(report.relative_to(tree))] = {"story": sentences, "not the audit's": wrong}
     size_mb = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file()) / 1e6
     drawn_pages = len(pages) - len(undrawn)
-    print(f"\nbrowser: {len(pages)} pages of {tree} ({size_mb:.1f} MB), {drawn_pages} fully drawn")
+    print(
+        f"\nbrowser: {len(pages)} pages of {tree} ({size_mb:.1f} MB), {drawn_pages} fully drawn; {checked} "
+        "stories read against their audit.json"
+    )
     assert undrawn == {}

@@ -24,6 +24,7 @@ from chaos.report.explain import ANOMALY_HINTS
 from chaos.report.story import StoryFacts, tell
 from chaos.report.timeline import FaultSpan
 from chaos.run.evidence import Check
+from tests.story_check import contradictions
 
 T0 = 1_800_000_000.0
 MONO0 = 500.0
@@ -189,6 +190,12 @@ def test_removals_by_the_log_policy_are_mentioned_as_not_loss() -> None:
         f"separately, the topics' log policy removed 40 records on purpose, which is not loss (40 expired, "
         f"0 compacted: {TOPIC}-1 under retention.ms=2000)."
     )
+    cleaned = Removal(TOPIC, 2, "compact", 604_800_000, -1, 86_400_000, 0, None, 0, 12, 0)
+    facts = replace(facts, totals=replace(facts.totals, compacted=12), removals=(removal, cleaned))
+    assert tell(_facts(replace(audit, facts=facts))).what_happened[-1].endswith(
+        f"(40 expired, 12 compacted: {TOPIC}-1 under retention.ms=2000, {TOPIC}-2 under "
+        "cleanup.policy=compact)."
+    )
 
 
 def test_a_passing_run_is_one_sentence_with_its_worst_availability_figure() -> None:
@@ -229,3 +236,44 @@ def test_broker_lines_are_said_in_words() -> None:
     follower = said("[Broker id=2] Follower t-0 starts at leader epoch 1 from offset 39 with ",
                     "partition epoch 1 and high watermark 0. Current leader is 1.")  # fmt: skip
     assert follower == "broker 2 followed broker 1 at epoch 1 from offset 39"
+
+
+def test_the_story_check_finds_nothing_in_a_told_story_and_each_contradiction_in_a_changed_one() -> None:
+    """tests/story_check.py, the check a real report tree is held to: every count, partition and offset
+    range "What happened" names is the audit's."""
+    audit = _lost(61, range(44, 54))
+    ranges = (
+        PartitionRange(TOPIC, 0, 58, 44, 101, T0 + 20.0, T0 + 22.9),
+        PartitionRange(TOPIC, 2, 3, 7, 9, T0 + 21.0, T0 + 22.0),
+    )
+    anomalies = tuple(
+        (n, replace(r, ranges=ranges) if n == "lost_acked" else r) for n, r in audit.facts.anomalies
+    )
+    audit = replace(audit, facts=replace(audit.facts, anomalies=anomalies))
+    told = list(tell(_facts(audit)).what_happened)
+    assert contradictions(told, audit) == []
+    single = _lost(61, LOST)
+    one = ((TOPIC, 0, 61, 44, 104),)
+    single = replace(
+        single,
+        facts=replace(
+            single.facts,
+            anomalies=tuple(
+                (
+                    n,
+                    replace(r, ranges=tuple(PartitionRange(*x, T0, T0) for x in one))
+                    if n == "lost_acked"
+                    else r,
+                )
+                for n, r in single.facts.anomalies
+            ),
+        ),
+    )
+    assert contradictions(list(tell(_facts(single)).what_happened), single) == []
+    changed = [told[0].replace("61", "60"), told[1].replace("(3, offsets 7–9", "(4, offsets 7–8")]
+    found = contradictions(changed, audit)
+    assert found == [
+        "lost_acked: says 60, the audit 61",
+        f"{TOPIC}-2: says 4, the audit 3",
+        f"{TOPIC}-2: offsets (7, 8), the audit (7, 9)",
+    ], found

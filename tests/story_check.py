@@ -1,0 +1,73 @@
+"""A report's "What happened" read back against its run's audit: every anomaly count the story names is the
+audit's, and every partition, count and offset range its "where" sentence names is one of the anomaly's
+per-partition ranges (``AnomalyReport.ranges``). Used on synthetic stories (tests/unit/test_report_story.py)
+and on every page of a real report tree (tests/integration/test_report_browser.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from chaos.audit.model import PartitionRange
+from chaos.gate.policy import AuditResult
+from chaos.report.attribution import partition_name
+
+FOUND: Final = re.compile(r"(\d{1,3}(?:,\d{3})*) [^()]*?\((\w+)\)")
+"""``61 acknowledged writes lost (lost_acked)`` in the first sentence."""
+_COUNT: Final = r"(\d{1,3}(?:,\d{3})*)"
+"""``61`` or ``1,204`` (a thousands comma, never the comma after it)."""
+_OFFSETS: Final = r"(?:, offsets? (\d+)(?:–(\d+))?)?"
+"""``, offsets 44–104`` or ``, offset 7`` (optional)."""
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _check_range(sentence: str, r: PartitionRange, alone: bool, count: int) -> list[str]:
+    """What ``sentence`` says of range ``r`` that the audit does not: its count (the whole anomaly's when
+    it is the only partition) and its offsets."""
+    name = partition_name(r.topic, r.partition)
+    place = re.escape(name)
+    if alone:
+        found = re.search(rf"(All {_COUNT} are|Both are|It is) on {place}{_OFFSETS}", sentence)
+        said = None if found is None else {"Both are": 2, "It is": 1}.get(found[1]) or _int(found[2])
+        low, high, want = (found[3], found[4], count) if found else (None, None, count)
+    else:
+        found = re.search(rf"{place} \({_COUNT}{_OFFSETS}", sentence)
+        said = None if found is None else _int(found[1])
+        low, high, want = (found[2], found[3], r.count) if found else (None, None, r.count)
+    if found is None:
+        return [f"does not place {name} as the audit does: {sentence!r}"]
+    problems = [f"{name}: says {said}, the audit {want}"] if said != want else []
+    if low is not None:
+        offsets = (_int(low), _int(high or low))
+        if offsets != (r.first_offset, r.last_offset):
+            problems.append(f"{name}: offsets {offsets}, the audit {(r.first_offset, r.last_offset)}")
+    return problems
+
+
+def contradictions(sentences: list[str], audit: AuditResult) -> list[str]:
+    """What a failed run's "What happened" (its sentences) names that ``audit`` does not say; empty when
+    every count, partition and offset range it names is the audit's."""
+    if not sentences or not sentences[0].startswith("The audit found"):
+        return []
+    problems: list[str] = []
+    named = FOUND.findall(sentences[0])
+    for count, anomaly in named:
+        if anomaly not in dict(audit.facts.anomalies):
+            problems.append(f"names {anomaly}, which is no anomaly")
+        elif _int(count) != audit.facts.anomaly(anomaly).count:
+            problems.append(f"{anomaly}: says {count}, the audit {audit.facts.anomaly(anomaly).count}")
+    if not named or len(sentences) < 2:
+        return problems
+    main = named[0][1]
+    report = audit.facts.anomaly(main) if main in dict(audit.facts.anomalies) else None
+    if report is None or not report.ranges:
+        return problems  # an audit.json written before the ranges: the examples' places are not checked
+    where = sentences[1]
+    busiest = sorted(report.ranges, key=lambda r: -r.count)
+    alone = len(busiest) == 1
+    for r in busiest[:3]:
+        problems += _check_range(where, r, alone, report.count)
+    return problems
