@@ -192,9 +192,13 @@ def test_removals_by_the_log_policy_are_mentioned_as_not_loss() -> None:
     )
     cleaned = Removal(TOPIC, 2, "compact", 604_800_000, -1, 86_400_000, 0, None, 0, 12, 0)
     facts = replace(facts, totals=replace(facts.totals, compacted=12), removals=(removal, cleaned))
-    assert tell(_facts(replace(audit, facts=facts))).what_happened[-1].endswith(
-        f"(40 expired, 12 compacted: {TOPIC}-1 under retention.ms=2000, {TOPIC}-2 under "
-        "cleanup.policy=compact)."
+    assert (
+        tell(_facts(replace(audit, facts=facts)))
+        .what_happened[-1]
+        .endswith(
+            f"(40 expired, 12 compacted: {TOPIC}-1 under retention.ms=2000, {TOPIC}-2 under "
+            "cleanup.policy=compact)."
+        )
     )
 
 
