@@ -82,6 +82,21 @@ def _lost(count: int, kept: range) -> AuditResult:
     return _judge(facts)
 
 
+TWO_PARTITIONS = (
+    PartitionRange(TOPIC, 0, 58, 44, 101, T0 + 20.0, T0 + 22.9),
+    PartitionRange(TOPIC, 2, 3, 7, 9, T0 + 21.0, T0 + 22.0),
+)
+
+
+def _ranged(audit: AuditResult, ranges: tuple[PartitionRange, ...], count: int | None = None) -> AuditResult:
+    """``audit`` whose lost_acked report has these per-partition ranges (and ``count``)."""
+    anomalies = tuple(
+        (n, replace(r, ranges=ranges, count=r.count if count is None else count) if n == "lost_acked" else r)
+        for n, r in audit.facts.anomalies
+    )
+    return replace(audit, facts=replace(audit.facts, anomalies=anomalies))
+
+
 def _facts(audit: AuditResult, **more: object) -> StoryFacts:
     report = audit.facts.anomaly("lost_acked")
     pairs = [(e, attribute(e, SPANS, LINES)) for e in report.examples]
@@ -138,27 +153,13 @@ def test_when_the_audit_kept_fewer_examples_the_story_says_they_are_examples() -
 def test_with_the_audits_ranges_the_story_names_where_every_instance_is() -> None:
     """The audit's per-partition ranges cover every instance, not the 10 it kept: the sentence says all 61
     and their whole offset and time range (busiest partition first)."""
-    audit = _lost(61, range(44, 54))
-    ranges = (
-        PartitionRange(TOPIC, 0, 58, 44, 101, T0 + 20.0, T0 + 22.9),
-        PartitionRange(TOPIC, 2, 3, 7, 9, T0 + 21.0, T0 + 22.0),
-    )
-    anomalies = tuple(
-        (n, replace(r, ranges=ranges) if n == "lost_acked" else r) for n, r in audit.facts.anomalies
-    )
-    audit = replace(audit, facts=replace(audit.facts, anomalies=anomalies))
+    audit = _ranged(_lost(61, range(44, 54)), TWO_PARTITIONS)
     assert tell(_facts(audit)).what_happened[1] == (
         f"They are on {TOPIC}-0 (58, offsets 44–101, acknowledged t+20.0–22.9 s) and {TOPIC}-2 (3, "
         "offsets 7–9, acknowledged t+21.0–22.0 s)."
     )
-    one = replace(
-        audit.facts,
-        anomalies=tuple(
-            (n, replace(r, ranges=ranges[:1], count=58) if n == "lost_acked" else r)
-            for n, r in audit.facts.anomalies
-        ),
-    )
-    assert tell(_facts(replace(audit, facts=one))).what_happened[1] == (
+    one = _ranged(audit, TWO_PARTITIONS[:1], count=58)
+    assert tell(_facts(one)).what_happened[1] == (
         f"All 58 are on {TOPIC}-0, offsets 44–101, acknowledged t+20.0–22.9 s."
     )
 
@@ -245,34 +246,10 @@ def test_broker_lines_are_said_in_words() -> None:
 def test_the_story_check_finds_nothing_in_a_told_story_and_each_contradiction_in_a_changed_one() -> None:
     """tests/story_check.py, the check a real report tree is held to: every count, partition and offset
     range "What happened" names is the audit's."""
-    audit = _lost(61, range(44, 54))
-    ranges = (
-        PartitionRange(TOPIC, 0, 58, 44, 101, T0 + 20.0, T0 + 22.9),
-        PartitionRange(TOPIC, 2, 3, 7, 9, T0 + 21.0, T0 + 22.0),
-    )
-    anomalies = tuple(
-        (n, replace(r, ranges=ranges) if n == "lost_acked" else r) for n, r in audit.facts.anomalies
-    )
-    audit = replace(audit, facts=replace(audit.facts, anomalies=anomalies))
+    audit = _ranged(_lost(61, range(44, 54)), TWO_PARTITIONS)
     told = list(tell(_facts(audit)).what_happened)
     assert contradictions(told, audit) == []
-    single = _lost(61, LOST)
-    one = ((TOPIC, 0, 61, 44, 104),)
-    single = replace(
-        single,
-        facts=replace(
-            single.facts,
-            anomalies=tuple(
-                (
-                    n,
-                    replace(r, ranges=tuple(PartitionRange(*x, T0, T0) for x in one))
-                    if n == "lost_acked"
-                    else r,
-                )
-                for n, r in single.facts.anomalies
-            ),
-        ),
-    )
+    single = _ranged(_lost(61, LOST), (PartitionRange(TOPIC, 0, 61, 44, 104, T0, T0),))
     assert contradictions(list(tell(_facts(single)).what_happened), single) == []
     changed = [told[0].replace("61", "60"), told[1].replace("(3, offsets 7–9", "(4, offsets 7–8")]
     found = contradictions(changed, audit)
