@@ -5,7 +5,9 @@ and on every page of a real report tree (tests/integration/test_report_browser.p
 
 from __future__ import annotations
 
+import html
 import re
+from pathlib import Path
 from typing import Final
 
 from chaos.audit.model import PartitionRange
@@ -71,3 +73,10 @@ def contradictions(sentences: list[str], audit: AuditResult) -> list[str]:
     for r in busiest[:3]:
         problems += _check_range(where, r, alone, report.count)
     return problems
+
+
+def sentences_of(report: Path) -> list[str]:
+    """The "What happened" sentences of a rendered ``report.html`` (each in its ``sentence`` span)."""
+    text = report.read_text(encoding="utf-8")
+    spans = re.findall(r'<span class="sentence">(.*?)</span>', text, flags=re.S)
+    return [html.unescape(re.sub(r"<[^>]+>", "", s)) for s in spans]

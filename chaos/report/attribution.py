@@ -95,20 +95,30 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " …"
 
 
+def target_kind(target: str) -> str:
+    """What a fault's target is, without its number: ``broker`` of ``broker-2``, ``service`` of
+    ``service-0``."""
+    return re.sub(r"-?[0-9]+$", "", target) or target
+
+
 def _nearby(ts: float, spans: Sequence[FaultSpan]) -> tuple[Near, ...]:
-    """Every fault holding at ``ts``, then the one that healed last before it and the one that began next
-    after it (each within :data:`NEAR_S`): in a dense random mix, the neighbours that can explain it."""
+    """Every fault holding at ``ts``, then the one that healed last before it, and the one that began next
+    after it on each kind of target (:func:`target_kind`; each within :data:`NEAR_S`): in a dense random mix
+    the neighbours that can explain it, and a value a service took in before a broker crashed and lost when
+    it was itself killed later names both."""
     near = [
         Near("during", s.label) for s in spans if s.inject_ts <= ts and (s.heal_ts is None or ts <= s.heal_ts)
     ]
     ended = [s for s in spans if s.heal_ts is not None and s.heal_ts < ts <= s.heal_ts + NEAR_S]
-    coming = [s for s in spans if s.inject_ts - NEAR_S <= ts < s.inject_ts]
+    coming = sorted((s for s in spans if s.inject_ts - NEAR_S <= ts < s.inject_ts), key=lambda s: s.inject_ts)
     if ended:
         last = max(ended, key=lambda s: s.heal_ts or 0.0)
         near.append(Near("after", last.label, ts - (last.heal_ts or 0.0)))
-    if coming:
-        first = min(coming, key=lambda s: s.inject_ts)
-        near.append(Near("before", first.label, first.inject_ts - ts))
+    kinds: set[str] = set()
+    for span in coming:
+        if target_kind(span.target) not in kinds:
+            kinds.add(target_kind(span.target))
+            near.append(Near("before", span.label, span.inject_ts - ts))
     return tuple(near)
 
 

@@ -21,10 +21,12 @@ from chaos.cluster.engine import LABEL, docker_client
 from chaos.faults.process import Crash
 from chaos.faults.targets import LeaderOf
 from chaos.gate.policy import judge
+from chaos.report import render_run
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
 from chaos.service import ServiceCrash, ServicePause, ServiceSpec, input_client
 from chaos.service.examples import PYTHON_DIR, ensure_python_image, ensure_streams_app
 from chaos.workload import IDEMPOTENT
+from tests.story_check import contradictions, sentences_of
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -212,6 +214,12 @@ def test_broken_service_loses_inputs(scenario_run: Callable[..., ScenarioRun]) -
     assert lost > 0
     assert result.audit.verdict == "fail"
     assert "lost_acked" in result.audit.failed_by
+    # the page tells it: the service's crash, and where the missing inputs are — the audit's own figures
+    story = sentences_of(render_run(result.run_dir).page)
+    print("\n".join(story))
+    assert any("service_crash service-0" in s for s in story), story
+    assert contradictions(story, result.audit) == []
+    assert f"found {lost:,} acknowledged" in story[0]
 
 
 def test_paused_instance_hands_its_partitions_over(scenario_run: Callable[..., ScenarioRun]) -> None:

@@ -39,6 +39,22 @@ def test_faults_during_it_then_the_last_one_before_and_the_next_one_after() -> N
     assert attribute(Example("v", "t", 0, 5, None), SPANS, []).empty
 
 
+def test_the_next_fault_on_each_kind_of_target_is_named() -> None:
+    """A value a service took in before a broker crashed and lost when the service was killed later: both
+    coming faults are named, the broker's and the service's; a second broker fault is not."""
+    spans = (
+        *SPANS[:2],
+        span("service_crash", "service-0", 14.0, 18.0),
+        span("crash", "broker-3", 12.0, 13.0),
+    )
+    found = attribute(Example("v", "t", 0, 5, T0 + 9.0), spans, []).faults
+    assert found == (
+        "5.0 s after pause broker-3 healed",
+        "1.0 s before crash broker-2",
+        "5.0 s before service_crash service-0",
+    )
+
+
 def test_broker_lines_are_those_about_the_examples_partition_shortly_after_it(tmp_path: Path) -> None:
     lines = [
         "[2026-01-01 00:00:00,000] INFO Truncating partition t-1 with TruncationState(offset=0, "
