@@ -213,7 +213,7 @@ def reference_audit(
         ((s.topic, s.partition, s.offset, s.action) for s in starts),
         ((d.topic, d.partition, d.outcome, d.low_offset, d.ts) for d in drain_ends),
     )
-    read_at = _first_reads(deliveries) if log_policies.active() else {}
+    read_at = _first_reads(deliveries, _acked_without_offset(txn)) if log_policies.active() else {}
     latest = _latest_of_keys(_placed_acks(txn, read_at), invokes) if log_policies.compacting() else {}
     removed: dict[tuple[str, int, str], int] = defaultdict(int)
 
@@ -358,11 +358,17 @@ def reference_audit(
     )
 
 
-def _first_reads(deliveries: list[tuple[int, Delivery]]) -> dict[tuple[str, str, int], int]:
-    """Per (value, topic, partition) the lowest offset the group read it at."""
+def _acked_without_offset(txn: _Transactions) -> set[str]:
+    """The values whose first ack names no offset — librdkafka acknowledges a retried batch the broker
+    already held (``DUPLICATE_SEQUENCE_NUMBER``) without one."""
+    return {v for v, (_, ack) in txn.first_ack.items() if ack.offset is None}
+
+
+def _first_reads(deliveries: list[tuple[int, Delivery]], values: set[str]) -> dict[tuple[str, str, int], int]:
+    """Per (value, topic, partition) of ``values`` the lowest offset the group read it at."""
     first: dict[tuple[str, str, int], int] = {}
     for _, d in deliveries:
-        if d.value_id is None or d.partition is None or d.offset is None:
+        if d.value_id not in values or d.partition is None or d.offset is None:
             continue
         slot = (d.value_id, d.topic, d.partition)
         first[slot] = min(first.get(slot, d.offset), d.offset)
@@ -373,8 +379,7 @@ def _placed_acks(
     txn: _Transactions, read_at: Mapping[tuple[str, str, int], int]
 ) -> list[tuple[str, Position]]:
     """Every acknowledged position (:attr:`_Transactions.acked_at`), and for a value whose first ack names
-    no offset — librdkafka acknowledges a retried batch the broker already held (``DUPLICATE_SEQUENCE_
-    NUMBER``) without one — the offset the group first read it at there, when it did."""
+    no offset (:func:`_acked_without_offset`) the offset the group first read it at there, when it did."""
     placed = list(txn.acked_at)
     for v, (topic, ack) in txn.first_ack.items():
         if ack.offset is None and ack.partition is not None:

@@ -26,6 +26,7 @@ from chaos import versions
 from chaos.errors import ConfigError
 from chaos.gate.servicetable import SERVICE_KEYS, GateService, read_service
 from chaos.run.terms import GUARANTEES, Guarantee
+from chaos.workload.clientconf import librdkafka_value
 from chaos.workload.traffic import Traffic
 
 Side = Literal["producer", "consumer"]
@@ -204,15 +205,6 @@ class Setting:
 def canonical(key: str) -> str:
     """librdkafka's canonical name of ``key`` (``request.required.acks`` -> ``acks``)."""
     return _CANONICAL.get(key, key)
-
-
-def librdkafka_value(value: object) -> str:
-    """A TOML or Python value in librdkafka's string form (``True`` -> ``"true"``)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float | str):
-        return str(value)
-    raise TypeError(f"expected a str, int, float or bool; got {value!r}")
 
 
 @dataclass(frozen=True)

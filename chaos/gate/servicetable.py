@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from chaos.service import ServiceSpec
 from chaos.service.spec import ServiceConfigError
+from chaos.workload.clientconf import librdkafka_value
 
 SERVICE_KEYS: Final[tuple[str, ...]] = (
     "command",
@@ -91,7 +92,7 @@ def read_service(section: Mapping[str, Any], base: Path, problem: Problem, origi
             ):
                 problem(("service", key), f"expected a table of names to strings; got {table!r}")
                 return None
-            options[key] = {str(k): _text(v) for k, v in table.items()}
+            options[key] = {str(k): librdkafka_value(v) for k, v in table.items()}
     if "instances" in section:
         options["instances"] = section["instances"]
     for key in _SECONDS:
@@ -110,9 +111,3 @@ def read_service(section: Mapping[str, Any], base: Path, problem: Problem, origi
         )
         return None
     return GateService(spec, origin)
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

@@ -116,8 +116,9 @@ def _nearby(ts: float, spans: Sequence[FaultSpan]) -> tuple[Near, ...]:
         near.append(Near("after", last.label, ts - (last.heal_ts or 0.0)))
     kinds: set[str] = set()
     for span in coming:
-        if target_kind(span.target) not in kinds:
-            kinds.add(target_kind(span.target))
+        kind = target_kind(span.target)
+        if kind not in kinds:
+            kinds.add(kind)
             near.append(Near("before", span.label, span.inject_ts - ts))
     return tuple(near)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
+from chaos.audit.model import partition_ranges
 from chaos.report.attribution import ExampleGroup, describe_event, partition_name
 from chaos.report.explain import ANOMALY_HINTS, ANOMALY_TIME, GUARANTEE_PROMISE, noun
 
@@ -103,9 +104,22 @@ def _guarantee(facts: StoryFacts) -> str:
 # ------------------------------------------------------------------------------------------------ parts
 
 
-def _all_where(name: str, count: int, ranges: Sequence[PartitionRange], t0: float | None) -> str:
-    """Where every instance is: each partition's count, offset and time range (the audit's
-    :attr:`~chaos.audit.model.AnomalyReport.ranges`)."""
+def _where(
+    name: str,
+    count: int,
+    groups: Sequence[ExampleGroup],
+    t0: float | None,
+    ranges: Sequence[PartitionRange] = (),
+) -> str:
+    """Where the instances are: each partition's count, offset and time range of every instance (the
+    audit's :attr:`~chaos.audit.model.AnomalyReport.ranges`); from an ``audit.json`` written before them,
+    those of the examples the audit kept, said as examples when it kept fewer than it counted."""
+    kept = count
+    if not ranges:
+        examples = [e for g in groups for e in g.examples]
+        if not examples:
+            return "The audit kept no example of them, so where they are is not known."
+        ranges, kept = partition_ranges(examples), len(examples)
     when = ANOMALY_TIME.get(name, "sent")
 
     def place(r: PartitionRange, with_count: bool) -> str:
@@ -123,66 +137,19 @@ def _all_where(name: str, count: int, ranges: Sequence[PartitionRange], t0: floa
     busiest = sorted(ranges, key=lambda r: -r.count)
     if len(busiest) == 1:
         spot = place(busiest[0], False)
-        lead = "It is on" if count == 1 else "Both are on" if count == 2 else f"All {count:,} are on"
     else:
         shown = [place(r, True) for r in busiest[:MAX_PARTITIONS]]
         if len(busiest) > MAX_PARTITIONS:
             shown.append(f"{len(busiest) - MAX_PARTITIONS} more partitions")
         spot = _join(shown)
+    if kept < count:
+        lead = f"The {kept:,} the audit kept as examples (of {count:,}) are on"
+    elif count == 1:
+        lead = "It is on"
+    elif len(busiest) > 1:
         lead = "They are on"
-    return f"{lead} {spot}."
-
-
-def _where(
-    name: str,
-    count: int,
-    groups: Sequence[ExampleGroup],
-    t0: float | None,
-    ranges: Sequence[PartitionRange] = (),
-) -> str:
-    """Where the instances are: every instance's partitions, offsets and times when the audit gives their
-    ranges; else those of the examples the audit kept (an ``audit.json`` written before the ranges)."""
-    if ranges:
-        return _all_where(name, count, ranges, t0)
-    examples = [e for g in groups for e in g.examples]
-    if not examples:
-        return "The audit kept no example of them, so where they are is not known."
-    per: dict[str, list[ExampleGroup]] = {}
-    for g in groups:
-        per.setdefault(g.where, []).append(g)
-    when = ANOMALY_TIME.get(name, "sent")
-
-    def place(key: str, members: list[ExampleGroup], with_count: bool) -> str:
-        items = [e for g in members for e in g.examples]
-        offsets = [e.offset for e in items if e.offset is not None]
-        times = [e.ts for e in items if e.ts is not None]
-        parts = []
-        if offsets:
-            parts.append(_offsets(min(offsets), max(offsets)))
-        if times:
-            parts.append(f"{when} {_between(min(times), max(times), t0)}")
-        detail = ", ".join(parts)
-        if with_count:
-            return f"{key} ({len(items):,}{', ' + detail if detail else ''})"
-        return f"{key}, {detail}" if detail else key
-
-    keys = list(per)
-    if len(keys) == 1:
-        spot = place(keys[0], per[keys[0]], False)
     else:
-        shown = [place(k, per[k], True) for k in keys[:MAX_PARTITIONS]]
-        if len(keys) > MAX_PARTITIONS:
-            shown.append(f"{len(keys) - MAX_PARTITIONS} more partitions")
-        spot = _join(shown)
-    if len(examples) >= count:
-        if count == 1:
-            lead = "It is on"
-        elif len(keys) > 1:
-            lead = "They are on"
-        else:
-            lead = "Both are on" if count == 2 else f"All {count:,} are on"
-    else:
-        lead = f"The {len(examples):,} the audit kept as examples (of {count:,}) are on"
+        lead = "Both are on" if count == 2 else f"All {count:,} are on"
     return f"{lead} {spot}."
 
 

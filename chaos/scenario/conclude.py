@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final
 
 from chaos.audit.logpolicy import TopicRules
 from chaos.audit.model import DEFAULT_OPTIONS, AuditOptions
-from chaos.gate.gatefile import canonical, librdkafka_value
+from chaos.gate.gatefile import canonical
 from chaos.gate.redact import MASK, is_secret, redact
 from chaos.history import read_events
 from chaos.run.events import Event, Isolation, TopicPolicy
@@ -20,6 +20,7 @@ from chaos.run.manifest import ClientInfo, ConfigFlag, ExpectedSymptom, GroupIso
 from chaos.scenario.model import ScenarioError, Variant
 from chaos.scenario.result import ScenarioResult
 from chaos.workload import DrainSummary, RunContext
+from chaos.workload.clientconf import librdkafka_value
 from chaos.workload.effective import ClientConfig
 
 if TYPE_CHECKING:

@@ -22,6 +22,17 @@ from typing import Any, Final, Literal
 from chaos.errors import ConfigError
 
 Side = Literal["producer", "consumer"]
+
+
+def librdkafka_value(value: object) -> str:
+    """A TOML or Python value in librdkafka's string form (``True`` -> ``"true"``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    raise TypeError(f"expected a str, int, float or bool; got {value!r}")
+
+
 DUMMY_BOOTSTRAP: Final = "127.0.0.1:9"
 """Never contacted: librdkafka connects only when a client is used, and the checked clients are not."""
 CHECK_GROUP: Final = "chaos-config-check"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from textwrap import dedent
 from typing import Final
 
 import pytest
 
 from chaos.gate.cases import SERVICE_CASES, default_cases, gate_cases, outage_cases, plan_cases
-from chaos.gate.gatefile import GateFileError, load_gate
+from chaos.gate.gatefile import GateFile, GateFileError, load_gate
 from chaos.gate.lint import RULES, derive, lint_gate, rules_for
 from chaos.service import ServiceSpec
 from chaos.service.spec import ServiceConfigError
@@ -18,6 +19,12 @@ from tests.unit.test_gate_file import problems, write
 
 EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples"
 CATALOG: Final = ("PB1", "ISR2", "L2", "L6", "D1", "MPI1", "O6", "SV1")
+
+
+def service_gate(tmp_path: Path, more: str) -> GateFile:
+    """A gate file claiming at_least_once whose service is ``{python} app.py``, then ``more``."""
+    head = 'guarantee = "at_least_once"\n[service]\ncommand = ["{python}", "app.py"]\n'
+    return load_gate(write(tmp_path, head + dedent(more).lstrip()))
 
 
 def test_the_streams_example_is_a_service_gate_without_a_producer() -> None:
@@ -38,22 +45,17 @@ def test_the_streams_example_is_a_service_gate_without_a_producer() -> None:
 
 
 def test_with_a_service_the_lint_keeps_only_the_topics_rules(tmp_path: Path) -> None:
-    gate = load_gate(
-        write(
-            tmp_path,
-            """
-            guarantee = "at_least_once"
-            [service]
-            command = ["{python}", "app.py"]
-            [producer.settings]
-            acks = "1"
-            [topic]
-            replication_factor = 3
-            "min.insync.replicas" = 2
-            "unclean.leader.election.enable" = true
-            "retention.ms" = 2000
-            """,
-        )
+    gate = service_gate(
+        tmp_path,
+        """
+        [producer.settings]
+        acks = "1"
+        [topic]
+        replication_factor = 3
+        "min.insync.replicas" = 2
+        "unclean.leader.election.enable" = true
+        "retention.ms" = 2000
+        """,
     )
     kept = {rule.id for rule in rules_for(gate)}
     assert kept == {
@@ -81,22 +83,17 @@ def test_a_service_case_needs_a_service_table() -> None:
 
 def test_the_cwd_is_relative_to_the_gate_file(tmp_path: Path) -> None:
     (tmp_path / "svc").mkdir()
-    gate = load_gate(
-        write(
-            tmp_path,
-            """
-            guarantee = "at_least_once"
-            [service]
-            command = ["{python}", "app.py"]
-            cwd = "svc"
-            instances = 3
-            id = "value"
-            stop_grace_s = 5
-            [service.env]
-            KAFKA = "{bootstrap}"
-            RETRIES = 3
-            """,
-        )
+    gate = service_gate(
+        tmp_path,
+        """
+        cwd = "svc"
+        instances = 3
+        id = "value"
+        stop_grace_s = 5
+        [service.env]
+        KAFKA = "{bootstrap}"
+        RETRIES = 3
+        """,
     )
     assert gate.service is not None
     assert gate.service.spec.cwd == tmp_path / "svc"
