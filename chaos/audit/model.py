@@ -462,17 +462,24 @@ class LagPoint:
 @dataclass(frozen=True, slots=True)
 class Consumption:
     """Consumer-side availability (docs/audit.md, "Consumer side"): per partition its longest stall, the
-    end-to-end latency over the whole run, the group's lag series, per partition its longest handover.
-    Empty when the group delivered nothing."""
+    end-to-end latency over the whole run, the group's lag series, per partition its longest handover;
+    ``service_gaps``: per input partition of a service between two topics (read by no recorded group, its
+    values reaching the group through another topic) its longest stall. Empty when the group delivered
+    nothing."""
 
     gaps: tuple[ConsumeGap, ...] = ()
     e2e: LatencyStats = NO_LATENCY
     lag: tuple[LagPoint, ...] = ()
     handovers: tuple[Handover, ...] = ()
+    service_gaps: tuple[ConsumeGap, ...] = ()
 
     def longest_gap(self) -> ConsumeGap | None:
         """The group-wide longest stall (ties: the earliest, then by topic and partition)."""
-        return min(self.gaps, key=lambda g: (-g.gap_s, g.start_mono, g.topic, g.partition), default=None)
+        return _longest(self.gaps)
+
+    def longest_service_gap(self) -> ConsumeGap | None:
+        """The longest stall of any input partition of a service (ties as :meth:`longest_gap`)."""
+        return _longest(self.service_gaps)
 
     def longest_handover(self) -> Handover | None:
         """The longest handover of any partition (ties: the earliest, then by topic and partition)."""
@@ -494,6 +501,7 @@ class Consumption:
             "lag": [[p.mono, p.lag] for p in self.lag],
             "longest_handover_s": handover.handover_s if handover else None,
             "handovers": [h.to_dict() for h in self.handovers],
+            "service_gaps": [g.to_dict() for g in self.service_gaps],
         }
 
     @classmethod
@@ -507,10 +515,15 @@ class Consumption:
             LatencyStats.from_dict(data.get("e2e")),
             tuple(LagPoint(float(m), int(n)) for m, n in data.get("lag", ())),
             tuple(Handover.from_dict(h) for h in data.get("handovers", ())),
+            tuple(ConsumeGap.from_dict(g) for g in data.get("service_gaps", ())),
         )
 
 
 NO_CONSUMPTION: Final = Consumption()
+
+
+def _longest(gaps: Iterable[ConsumeGap]) -> ConsumeGap | None:
+    return min(gaps, key=lambda g: (-g.gap_s, g.start_mono, g.topic, g.partition), default=None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -691,7 +691,8 @@ def _consumption(
     horizon: float | None,
     e2e: list[tuple[float, float]],
 ) -> Consumption:
-    """The consumer side (docs/audit.md, "Consumer side"), per partition the group delivered from."""
+    """The consumer side (docs/audit.md, "Consumer side"), per partition the group delivered from, and per
+    input partition of a service its stalls."""
     if not deliveries or horizon is None:
         return Consumption(e2e=_stats([ms for _, ms in e2e]))
     # per partition, the readable records and the deliveries in (mono, index) order
@@ -709,36 +710,81 @@ def _consumption(
     handovers: list[Handover] = []
     for (topic, partition), of_partition in sorted(rows.items()):
         of_partition.sort(key=lambda r: r[:4])
-        stalls: list[tuple[float, float, bool]] = []  # start, end, resumed
+        gap = _longest_stall(topic, partition, of_partition, horizon)
+        if gap is not None:
+            gaps.append(gap)
         moves: list[tuple[Mark, Mark]] = []  # (previous delivery, a delivery by another owner)
-        readable = delivered = -1  # the highest offset readable / delivered so far
-        start: float | None = None
         previous: Mark | None = None
-        for mono, index, _, offset, delivery in of_partition:
+        for mono, index, _, _, delivery in of_partition:
             if delivery is None:
-                readable = max(readable, offset)
-                if start is None and delivered >= 0 and readable > delivered and mono <= horizon:
-                    start = mono
                 continue
-            if start is not None:
-                stalls.append((start, mono, True))
-            delivered = max(delivered, offset)
-            start = mono if readable > delivered else None
             mark = (mono, index, delivery.process, delivery.member)
             if previous is not None and previous[2:] != mark[2:]:
                 moves.append((previous, mark))
             previous = mark
-        if start is not None:
-            stalls.append((start, horizon, False))
-        if stalls:
-            s0, s1, resumed = min(stalls, key=lambda s: (-(s[1] - s[0]), s[0]))
-            gaps.append(ConsumeGap(topic, partition, s1 - s0, s0, s1, resumed))
         handover = longest_handover(topic, partition, moves, left[(topic, partition)])
         if handover is not None:
             handovers.append(handover)
     return Consumption(
-        tuple(gaps), _stats([ms for _, ms in e2e]), _lag_series(rows, horizon), tuple(handovers)
+        tuple(gaps),
+        _stats([ms for _, ms in e2e]),
+        _lag_series(rows, horizon),
+        tuple(handovers),
+        _service_gaps(available, deliveries, set(rows), horizon),
     )
+
+
+def _longest_stall(topic: str, partition: int, of_partition: list[_Row], horizon: float) -> ConsumeGap | None:
+    """The longest stall of one partition's rows, sorted (docs/audit.md, "Consumer side")."""
+    stalls: list[tuple[float, float, bool]] = []  # start, end, resumed
+    readable = delivered = -1  # the highest offset readable / delivered so far
+    start: float | None = None
+    for mono, _, kind, offset, _ in of_partition:
+        if kind == 0:
+            readable = max(readable, offset)
+            if start is None and delivered >= 0 and readable > delivered and mono <= horizon:
+                start = mono
+            continue
+        if start is not None:
+            stalls.append((start, mono, True))
+        delivered = max(delivered, offset)
+        start = mono if readable > delivered else None
+    if start is not None:
+        stalls.append((start, horizon, False))
+    if not stalls:
+        return None
+    s0, s1, resumed = min(stalls, key=lambda s: (-(s[1] - s[0]), s[0]))
+    return ConsumeGap(topic, partition, s1 - s0, s0, s1, resumed)
+
+
+def _service_gaps(
+    available: list[Available],
+    deliveries: list[tuple[int, Delivery]],
+    read: set[tuple[str, int]],
+    horizon: float,
+) -> tuple[ConsumeGap, ...]:
+    """Per input partition of a service — readable, read by no recorded group (not in ``read``), its values
+    delivered from another topic — the longest stall, a readable record counting as processed at its
+    value's first delivery (docs/audit.md, "A service's input")."""
+    first: dict[str, tuple[float, int]] = {}
+    for index, d in deliveries:
+        v = d.value_id
+        if v is not None and (v not in first or (d.mono, index) < first[v]):
+            first[v] = (d.mono, index)
+    rows: dict[tuple[str, int], list[_Row]] = defaultdict(list)
+    for v, (topic, partition, offset), mono, index in available:
+        if (topic, partition) in read:
+            continue
+        rows[(topic, partition)].append((mono, index, 0, offset, None))
+        if v in first:
+            rows[(topic, partition)].append((*first[v], 1, offset, None))
+    gaps = []
+    for (topic, partition), of_partition in sorted(rows.items()):
+        of_partition.sort(key=lambda r: r[:4])
+        gap = _longest_stall(topic, partition, of_partition, horizon)
+        if gap is not None:
+            gaps.append(gap)
+    return tuple(gaps)
 
 
 def _lag_series(rows: dict[tuple[str, int], list[_Row]], end: float) -> tuple[LagPoint, ...]:

@@ -796,7 +796,8 @@ def _per_value(
     Columns: ``run_id``, ``value_id``; the value's counts (``c_*``, on its first row only); an observed
     position (``pos_*``); a reorder-chain link (``ch_*``, ``producer``, ``key``, ``seq``, ``send_ts``); a
     send's record becoming readable by the group (``av_*``: position, mono, index); on the value's first
-    row its end-to-end latency (``e2e_mono``: when it became readable, ``e2e_ms``); a send acked with an
+    row its end-to-end latency (``e2e_mono``: when it became readable, ``e2e_ms``); on a readable row its
+    value's first delivery (``fd_mono``, ``fd_index``); a send acked with an
     offset (``sd_*``: its ack position, invoke index and outcome ts); a rolled-back delivery's index
     (``rb_index``); anomaly ``instances`` decided per value (null when none).
 
@@ -999,9 +1000,9 @@ def _value_summary(F: Any, rows: DataFrame, strings: DataFrame) -> DataFrame:
     """Per ``(run_id, value_id)``: whether the value is *clean* — one invoke made in no transaction, one
     ``ok`` outcome with its position, no transaction marker, one delivery, log records only at that
     position and none observed aborted — and, for clean values the outcome's numbers (``partition``,
-    ``offset``, ``send_ts``, and the outcome's and the delivery's ``mono``: ``out_mono``, ``out_index``,
-    ``dl_mono``) and the invoke's (``seq``, ``sd_index``, and the hashes of its topic, producer and key:
-    ``th``, ``ph``, ``kh``, null when the string is).
+    ``offset``, ``send_ts``, the outcome's ``mono`` and index and the delivery's: ``out_mono``,
+    ``out_index``, ``dl_mono``, ``dl_index``) and the invoke's (``seq``, ``sd_index``, and the hashes of
+    its topic, producer and key: ``th``, ``ph``, ``kh``, null when the string is).
 
     Only fixed-width aggregates, so Spark hash-aggregates (partially, before the shuffle) instead of
     sorting. Strings are compared and carried through their 64-bit hashes; a run where two of its strings
@@ -1033,6 +1034,7 @@ def _value_summary(F: Any, rows: DataFrame, strings: DataFrame) -> DataFrame:
         F.when(outcome, F.col("mono")).alias("out_mono"),
         F.when(outcome, F.col("index")).alias("out_index"),
         F.when(src == _DELIVERY, F.col("mono")).alias("dl_mono"),
+        F.when(src == _DELIVERY, F.col("di")).alias("dl_index"),
         F.when(invoke, F.col("seq")).alias("inv_seq"),
         F.when(invoke, F.col("index")).alias("inv_index"),
         on_invoke("producer").alias("inv_ph"),
@@ -1049,8 +1051,8 @@ def _value_summary(F: Any, rows: DataFrame, strings: DataFrame) -> DataFrame:
         *(F.sum(c).alias(c) for c in ("n_inv", "n_out", "n_ok", "n_txn", "n_dl", "n_log", "n_rc", "n_cov")),
         *(f(c).alias(f"{f.__name__}_{c}") for c in ("p", "o", "th") for f in (F.min, F.max)),
         F.min("out_ts").alias("send_ts"),
-        *(F.min(c).alias(c) for c in ("out_mono", "out_index", "dl_mono", "inv_seq", "inv_index", "inv_ph",
-                                      "inv_kh")),
+        *(F.min(c).alias(c) for c in ("out_mono", "out_index", "dl_mono", "dl_index", "inv_seq", "inv_index",
+                                      "inv_ph", "inv_kh")),
     )  # fmt: skip
     one = F.lit(1)
     # its one position was read at read_committed, or no read of it can be observed aborted
@@ -1065,7 +1067,7 @@ def _value_summary(F: Any, rows: DataFrame, strings: DataFrame) -> DataFrame:
     return summary.join(F.broadcast(collided), "run_id", "left").select(
         "run_id", "value_id", F.coalesce(clean, F.lit(False)).alias("clean"),
         F.col("min_p").cast("int").alias("partition"), F.col("min_o").alias("offset"), "send_ts",
-        "out_mono", "out_index", "dl_mono", F.col("inv_seq").alias("seq"),
+        "out_mono", "out_index", "dl_mono", "dl_index", F.col("inv_seq").alias("seq"),
         F.col("inv_index").alias("sd_index"), F.col("min_th").alias("th"), F.col("inv_ph").alias("ph"),
         F.col("inv_kh").alias("kh"),
     )  # fmt: skip
@@ -1114,6 +1116,7 @@ def _clean_values(F: Any, summary: DataFrame, strings: DataFrame) -> DataFrame:
         F.col("out_index").alias("av_index"),
         F.col("out_mono").alias("e2e_mono"),
         ((F.col("dl_mono") - F.col("out_mono")) * F.lit(1000.0)).alias("e2e_ms"),
+        F.col("dl_mono").alias("fd_mono"), F.col("dl_index").alias("fd_index"),
         F.col("topic").alias("sd_topic"), F.col("partition").alias("sd_partition"),
         F.col("offset").alias("sd_offset"), "sd_index", F.col("send_ts").alias("sd_ts"),
         F.lit(None).cast("long").alias("rb_index"),
@@ -1320,6 +1323,8 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         F.count(F.when(counted, 1)).over(whole).alias("n_counted"),
         F.min(F.col("readable.mono")).over(whole).alias("first_readable"),
         F.min(F.when(src == _DELIVERY, F.col("mono"))).over(whole).alias("first_delivered"),
+        F.min(F.when(src == _DELIVERY, F.struct(F.col("mono").alias("mono"), F.col("di").alias("di"))))
+        .over(whole).alias("first_d"),
         F.max(F.when(is_invoke, send_acked)).over(whole).alias("any_acked"),
         F.min(F.when(is_invoke, send_failed)).over(whole).alias("all_failed"),
         F.min(F.when(is_invoke, F.coalesce(paired.outcome == "fail", F.lit(False)))).over(whole)
@@ -1452,7 +1457,8 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         *(F.when(F.col("readable").isNotNull(), c).alias(n) for c, n in (
             (F.col("ack.topic"), "av_topic"), (F.col("ack.partition"), "av_partition"),
             (F.col("ack.offset"), "av_offset"), (F.col("readable.mono"), "av_mono"),
-            (F.col("readable.index"), "av_index"))),
+            (F.col("readable.index"), "av_index"), (F.col("first_d.mono"), "fd_mono"),
+            (F.col("first_d.di"), "fd_index"))),
         F.when(first_row & F.col("first_delivered").isNotNull(), F.col("first_readable")).alias("e2e_mono"),
         F.when(first_row, (F.col("first_delivered") - F.col("first_readable")) * F.lit(1000.0))
         .alias("e2e_ms"),
@@ -1767,6 +1773,21 @@ def _consumer(
     ).select(*where, "offset", "mono", "index", "oid", F.lit(True).alias("is_d"))
     # the grid's columns join after the walk's sort, not before: its shuffle carries only the rows' own
     rows = readable.unionByName(owned, allowMissingColumns=True)
+    # a service's input partitions (read by no recorded group): its readable records, each processed at
+    # its value's first delivery, walked like the group's partitions under the owner id -1
+    service = per_value.where(F.col("av_topic").isNotNull()).select(
+        "run_id", F.col("av_topic").alias("topic"), F.col("av_partition").alias("partition"),
+        F.col("av_offset").alias("offset"), "av_mono", "av_index", "fd_mono", "fd_index",
+    ).join(F.broadcast(delivered), where, "left_anti")  # fmt: skip
+    processed = service.where(F.col("fd_mono").isNotNull()).select(
+        *where, "offset", F.col("fd_mono").alias("mono"), F.col("fd_index").alias("index"),
+        F.lit(-1).alias("oid"), F.lit(True).alias("is_d"),
+    )  # fmt: skip
+    walked_rows = rows.unionByName(
+        service.select(*where, "offset", F.col("av_mono").alias("mono"), F.col("av_index").alias("index"),
+                       F.lit(False).alias("is_d")),
+        allowMissingColumns=True,
+    ).unionByName(processed)  # fmt: skip
     horizons = F.broadcast(grid.select("run_id", "horizon"))
     is_d, offset, mono = F.col("is_d"), F.col("offset"), F.col("mono")
     order = ("mono", "index", "is_d", "offset")  # a total order: an index or an offset tells rows apart
@@ -1791,7 +1812,7 @@ def _consumer(
     def previous(column: str) -> Any:  # the previous delivery's, one column at a time: a struct costs more
         return F.last(F.when(is_d, F.col(column)), ignorenulls=True).over(before).alias(f"prev_{column}")
 
-    walked = rows.select(
+    walked = walked_rows.select(
         *where, "is_d", "mono", "index", "oid",
         ((done_upto >= 0) & (read_upto > done_upto)).alias("waits"),
         ((done_before >= 0) & (read_before > done_before)).alias("waited"),
@@ -1822,10 +1843,10 @@ def _consumer(
         # (so that every partition has its row): the aggregate then reads a few rows, not every row
         walked.where(starts | moved | (is_d & prev_oid.isNull()))
         .groupBy(*where)
-        .agg(F.max(stall).alias("s"), F.collect_list(move).alias("moves"))
+        .agg(F.max(stall).alias("s"), F.collect_list(move).alias("moves"), F.min("oid").alias("min_oid"))
         .select(F.lit("consumer").alias("part"), *where, F.col("s.gap").alias("c_gap"),
                 F.col("s.start").alias("c_start"), F.col("s.end").alias("c_end"),
-                F.col("s.resumed").alias("c_resumed"), "moves")
+                F.col("s.resumed").alias("c_resumed"), "moves", (F.col("min_oid") < 0).alias("c_service"))
     )  # fmt: skip
 
     # the lag series: an event counts from point ceil((mono - first) / step) on (model.lag_point)
@@ -1972,10 +1993,14 @@ def _consumption_of(
     """The consumer side per run from the ``consumer`` and ``lag`` parts (and the e2e ``stat``s): stalls as
     collected, handovers paired by the reference's :func:`~chaos.audit.model.longest_handover`."""
     gaps: dict[str, list[ConsumeGap]] = defaultdict(list)
+    service_gaps: dict[str, list[ConsumeGap]] = defaultdict(list)
     handovers: dict[str, list[Handover]] = defaultdict(list)
     for r in sorted(by_part["consumer"], key=lambda r: (r.run_id, r.topic, r.partition)):
         if r.c_gap is not None:
-            gaps[r.run_id].append(ConsumeGap(r.topic, r.partition, r.c_gap, r.c_start, r.c_end, r.c_resumed))
+            gap = ConsumeGap(r.topic, r.partition, r.c_gap, r.c_start, r.c_end, r.c_resumed)
+            (service_gaps if r.c_service else gaps)[r.run_id].append(gap)
+        if r.c_service:
+            continue
         moves = [(_mark(m.a, owners[r.run_id]), _mark(m.b, owners[r.run_id])) for m in r.moves]
         found = longest_handover(
             r.topic, r.partition, moves, leaves.get((r.run_id, r.topic, r.partition), ())
@@ -2003,6 +2028,7 @@ def _consumption_of(
             LatencyStats(stats.get("n", 0), stats.get("p50"), stats.get("p99")),
             series,
             tuple(handovers[run]),
+            tuple(service_gaps[run]),
         )
     return result
 

@@ -295,8 +295,9 @@ class ConsumerSide:
 class Thresholds:
     """Limits per fault window or over the whole run (:mod:`chaos.gate.thresholds`); ``None`` is not
     judged. ``duplicates`` (a count) and ``duplicate_rate`` (a fraction of the values sent) exclude each
-    other. The consumer side: ``max_consume_gap_s`` (the group's longest stall), ``p99_e2e_latency_ms`` (ack
-    to first delivery), ``max_handover_s`` (a partition's previous owner to its next)."""
+    other. The consumer side: ``max_consume_gap_s`` (the group's longest stall, or a service's input's),
+    ``p99_e2e_latency_ms`` (ack to first delivery), ``max_handover_s`` (a partition's previous owner to its
+    next)."""
 
     longest_outage_s: float | None = None
     p99_ack_latency_ms: float | None = None

@@ -47,6 +47,7 @@ from chaos.run.files import write_atomic
 if TYPE_CHECKING:
     import jinja2
 
+    from chaos.audit.model import ConsumeGap
     from chaos.gate.policy import AuditResult
     from chaos.report.evidence import SymptomMatch
     from chaos.report.story import Story
@@ -601,20 +602,28 @@ def _expectation(verdict: str, info: ScenarioInfo | None) -> dict[str, Any]:
 
 def _consumer_view(audit: AuditResult | None, timeline: Timeline | None) -> dict[str, Any]:
     """The availability section's consumer side: one row per partition (``topic-partition``, its longest
-    stall, its longest handover) and whether a fault was active during the longest stall."""
+    stall, its longest handover) and the faults active during the longest stall, and during a service's
+    longest input stall."""
     if audit is None:
-        return {"rows": [], "longest_while": ""}
+        return {"rows": [], "longest_while": "", "service_while": ""}
     consumer = audit.facts.availability.consumer
     gaps = {(g.topic, g.partition): g for g in consumer.gaps}
     handovers = {(h.topic, h.partition): h for h in consumer.handovers}
     rows = [(f"{t}-{p}", gaps.get((t, p)), handovers.get((t, p))) for t, p in sorted(gaps.keys() | handovers)]
-    longest = consumer.longest_gap()
-    during: tuple[str, ...] = ()
-    if longest is not None and timeline is not None:
-        from chaos.report.timeline import faults_during
 
-        during = faults_during(timeline.faults, longest.start_mono, longest.end_mono)
-    return {"rows": rows, "longest_while": "during " + ", ".join(during) if during else "no fault active"}
+    def active(gap: ConsumeGap | None) -> str:
+        during: tuple[str, ...] = ()
+        if gap is not None and timeline is not None:
+            from chaos.report.timeline import faults_during
+
+            during = faults_during(timeline.faults, gap.start_mono, gap.end_mono)
+        return "during " + ", ".join(during) if during else "no fault active"
+
+    return {
+        "rows": rows,
+        "longest_while": active(consumer.longest_gap()),
+        "service_while": active(consumer.longest_service_gap()),
+    }
 
 
 def _anomaly_rows(

@@ -257,10 +257,23 @@ def test_paused_instance_hands_its_partitions_over(scenario_run: Callable[..., S
         result = run.finish()
     assert pause.record is not None
     assert pause.record.effect is not None
-    print(f"\npause: {pause.record.effect.evidence}; {result.summary()}")
+    # the handover as the output shows it: the paused instance's input partitions wait from the freeze
+    # until the other instance, given them by the rebalance, writes their records to the output
+    paused_at, healed_at = views.fault_window(result.events, pause)
+    consumer = result.audit.facts.availability.consumer
+    handover = consumer.longest_service_gap()
+    stalls = {f"{g.topic}-{g.partition}": round(g.gap_s, 1) for g in consumer.service_gaps}
+    print(f"\npause: {pause.record.effect.evidence}; input stalls {stalls}; {result.summary()}")
     assert pause.record.effect.observed
     assert result.count("lost_acked") == 0
     assert result.audit.verdict == "pass", result.audit.failed_by
+    assert handover is not None
+    assert handover.topic == service.input_topic
+    assert handover.resumed
+    assert healed_at is not None
+    assert paused_at - 1.0 <= handover.start_mono <= healed_at, (handover, paused_at, healed_at)
+    assert handover.gap_s >= 3.0, handover
+    assert "Longest stall of a service's input" in render_run(result.run_dir).page.read_text()
 
 
 def test_service_image_is_reaped(scenario_run: Callable[..., ScenarioRun]) -> None:

@@ -391,19 +391,72 @@ def world(plan: ConsumerPlan, run_id: str = "w") -> ConsumerWorld:
     return built
 
 
+OUT: Final = "out"
+
+
+def through_a_service(w: ConsumerWorld) -> Case:
+    """The world seen through a service between two topics: the group reads an output topic ``OUT`` — each
+    delivery a copy of its input value at an offset of its own there, in delivery order — and no recorded
+    group reads the input partitions."""
+
+    def out(tps: tuple[PartitionOffset, ...]) -> tuple[PartitionOffset, ...]:
+        return tuple(dataclasses.replace(tp, topic=OUT) for tp in tps)
+
+    events: list[Event] = []
+    written: list[tuple[int, int, str]] = []
+    next_out: dict[int, int] = defaultdict(int)
+    for e in w.events:
+        if isinstance(e, Delivery):
+            written.append((e.partition, next_out[e.partition], e.value_id or ""))
+            e = dataclasses.replace(e, topic=OUT, offset=next_out[e.partition])
+            next_out[e.partition] += 1
+        elif isinstance(e, Rebalance):
+            e = dataclasses.replace(e, partitions=out(e.partitions))
+        elif isinstance(e, Commit):
+            e = dataclasses.replace(e, offsets=out(e.offsets))
+        events.append(e)
+    case = w.case()
+    log = case.log + [LogRecord(OUT, p, o, v, level) for p, o, v in written for level in (RU, RC)]
+    ends = [(TOPIC, p, level, w.next_offset[p]) for p in range(w.plan.partitions) for level in (RU, RC)]
+    ends += [(OUT, p, level, n) for p, n in next_out.items() for level in (RU, RC)]
+    return Case(events + drain_events(w.tick, log, ends), log, options=options(w.plan.isolation))
+
+
+def oracle_service_gaps(events: list[Event], isolation: str) -> dict[int, ConsumeGap]:
+    """The definition for a service's input partitions: the group's stall over the input's readable
+    records, each processed at its value's first delivery (from any topic)."""
+    first: dict[str, tuple[float, int]] = {}
+    for i, e in enumerate(events):
+        if isinstance(e, Delivery) and e.value_id is not None:
+            first.setdefault(e.value_id, (e.mono, i))
+    value_at = {
+        (e.partition, e.offset): e.value_id
+        for e in events
+        if isinstance(e, SendOutcome) and e.outcome == "ok"
+    }
+    readable = readable_records(events, isolation)
+    processed = [(*first[value_at[(p, o)]], 1, o, p) for p, o, _, _ in readable if value_at[(p, o)] in first]
+    return oracle_gaps(events, readable, horizon_of(events), processed)
+
+
 # ---- the oracle: the definition, transcribed literally -----------------------------------------------
 
 
 def oracle_gaps(
-    events: list[Event], readable: list[tuple[int, int, float, int]], horizon: float
+    events: list[Event],
+    readable: list[tuple[int, int, float, int]],
+    horizon: float,
+    deliveries: list[tuple[float, int, int, int, int]] | None = None,
 ) -> dict[int, ConsumeGap]:
     """Per partition: after each delivery k, the segment up to the next one; the stall starts at the first
     of (delivery k, the readable records of the segment up to the horizon) by which a record beyond every
-    offset delivered up to k was readable; it ends at delivery k + 1, or at the horizon."""
+    offset delivered up to k was readable; it ends at delivery k + 1, or at the horizon. ``deliveries``
+    (``(mono, index, 1, offset, partition)``): the history's, unless given."""
     found: dict[int, ConsumeGap] = {}
-    deliveries = [
-        (e.mono, i, 1, e.offset, e.partition) for i, e in enumerate(events) if isinstance(e, Delivery)
-    ]
+    if deliveries is None:
+        deliveries = [
+            (e.mono, i, 1, e.offset, e.partition) for i, e in enumerate(events) if isinstance(e, Delivery)
+        ]
     for p in sorted({d[4] for d in deliveries}):
         rows = sorted(
             [d[:4] for d in deliveries if d[4] == p] + [(m, i, 0, o) for q, o, m, i in readable if q == p]
@@ -514,6 +567,24 @@ def test_the_planted_stall_is_the_longest_and_every_partition_matches_the_defini
     assert [p.lag for p in consumer.lag] == oracle_lag(history, readable, horizon)
     assert len(consumer.lag) == LAG_POINTS
     assert consumer.lag[-1].lag == 0
+
+
+@settings(max_examples=150)
+@given(plan=consumer_plans())
+def test_a_services_input_partitions_stall_as_the_definition_says(plan: ConsumerPlan) -> None:
+    """Seen through a service, the planted stall is the input partition's: each input partition's longest
+    stall is the definition's, and the output's partitions are the group's own."""
+    w = world(plan)
+    case = through_a_service(w)
+    consumer = reference_audit(case.events, case.log, options(plan.isolation)).availability.consumer
+    assert {(g.topic, g.partition): g for g in consumer.service_gaps} == {
+        (TOPIC, p): g for p, g in oracle_service_gaps(case.events, plan.isolation).items()
+    }
+    longest = consumer.longest_service_gap()
+    assert longest is not None
+    assert longest.gap_s >= plan.stall_s
+    assert {g.topic for g in consumer.gaps} <= {OUT}
+    assert not [h for h in consumer.handovers if h.topic != OUT]
 
 
 def test_the_worlds_reach_every_ending_and_isolation() -> None:
@@ -844,8 +915,16 @@ def test_spark_agrees_with_the_reference_on_consumer_worlds_and_generated_runs(
         case.options = options(RC)
         by_level[RC].append((run_id, case))
 
+    @settings(max_examples=40)
+    @given(plan=consumer_plans())
+    def collect_service(plan: ConsumerPlan) -> None:
+        of_level = by_level[plan.isolation]
+        run_id = f"s{plan.isolation[5]}{len(of_level)}"
+        of_level.append((run_id, through_a_service(world(plan, run_id))))
+
     collect()
     collect_plain()
+    collect_service()
     hand = owners_apart_by_one_field()
     by_level[RC].append((hand.run_id, Case(hand.events, [])))
     for level, cases in by_level.items():
@@ -855,6 +934,11 @@ def test_spark_agrees_with_the_reference_on_consumer_worlds_and_generated_runs(
             for _, c in cases
         )
         assert with_handover >= 10
+        with_service = sum(
+            bool(reference_audit(c.events, c.log, options(level)).availability.consumer.service_gaps)
+            for _, c in cases
+        )
+        assert with_service >= 10
         assert_spark_agrees(audit_spark, clean_value_ids, cases, options(level))
 
 

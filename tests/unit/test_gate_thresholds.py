@@ -243,6 +243,21 @@ def test_consumer_thresholds_judge_the_longest_stall_e2e_p99_and_handover() -> N
     }
 
 
+def test_a_services_input_stall_counts_as_a_consume_gap() -> None:
+    """A service's input partition that waited longer than any output partition is the run's stall."""
+    limits = Thresholds(max_consume_gap_s=5)
+    consumer = Consumption(
+        gaps=(ConsumeGap("out", 0, 0.4, 1.0, 1.4, True),),
+        service_gaps=(ConsumeGap("in", 1, 7.5, 2.0, 9.5, True), ConsumeGap("in", 0, 0.3, 1.0, 1.3, True)),
+    )
+    got = by_name(measure(limits, consumer_facts(consumer), workload(1, 2, delivered=(3,))).measurements)
+    assert (got["max_consume_gap_s"].observed, got["max_consume_gap_s"].window) == (7.5, "in-1")
+    assert not got["max_consume_gap_s"].passed
+    quiet = Consumption(gaps=consumer.gaps, service_gaps=(ConsumeGap("in", 1, 0.1, 2.0, 2.1, True),))
+    got = by_name(measure(limits, consumer_facts(quiet), workload(1, 2, delivered=(3,))).measurements)
+    assert (got["max_consume_gap_s"].observed, got["max_consume_gap_s"].window) == (0.4, "out-0")
+
+
 def test_consumer_thresholds_without_a_group_do_not_apply_and_without_values_are_unmeasured() -> None:
     limits = Thresholds(max_consume_gap_s=5, p99_e2e_latency_ms=1000, max_handover_s=30)
     no_group = measure(limits, consumer_facts(Consumption()), workload(1, 2))
