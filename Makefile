@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup provision chaos test lint smoke bench clean reliability spark-cluster matrix platforms docs
+.PHONY: setup provision chaos test lint smoke bench clean reliability spark-cluster matrix platforms docs screenshots
 
 setup:
 	@scripts/setup.sh
@@ -48,6 +48,14 @@ test: provision lint
 ## docs/scenarios.md from the scenario modules' docstrings (scripts/scenarios_doc.py).
 docs:
 	python3 scripts/scenarios_doc.py
+
+## The screenshots of docs/report.md, from a real run: L2's vulnerable variant (about a minute and a half),
+## its page shot in headless Chromium by scripts/report_screenshots.py into docs/img/.
+SHOTS_TREE := reports/screenshots-run
+screenshots: provision
+	rm -rf $(SHOTS_TREE)
+	CHAOS_REPORT_DIR=$(abspath $(SHOTS_TREE)) $(CHAOS_PYTEST) -p no:cacheprovider "scenarios/test_l2_acks1_leader_crash.py::test_l2[vulnerable]"
+	$(BIN)/python scripts/report_screenshots.py $(SHOTS_TREE) docs/img
 
 lint: setup
 	$(BIN)/ruff check .

@@ -38,6 +38,8 @@ _EVENT: Final = re.compile(
     r"|starts at leader epoch|due to leader epoch and offset|Truncating to [0-9]+ (?!has no effect)"
 )
 """What a broker logs when a partition's history is rewritten or its leadership moves (Kafka 3.9–4.4)."""
+_CREATED: Final = re.compile(r"starts at leader epoch 0 from offset 0 ")
+"""A partition's first leader and followers, as its topic is created: they explain nothing."""
 _LOG4J_PREFIX: Final = re.compile(r"^\[[0-9-]+ [0-9:,.]+\] [A-Z]+ ")
 
 
@@ -84,7 +86,7 @@ def partition_events(files: Sequence[Path], topic: str) -> list[LogLine]:
             if topic not in raw:
                 continue
             ts, text = parse_line(raw)
-            if ts is not None and _EVENT.search(text):
+            if ts is not None and _EVENT.search(text) and not _CREATED.search(text):
                 events.append(LogLine(path.name, lineno, ts, _short(text)))
     events.sort(key=lambda ln: (ln.ts or 0.0, ln.file, ln.lineno))
     return events

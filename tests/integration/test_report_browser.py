@@ -6,17 +6,11 @@ screenshots of both pages are saved under reports/."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
-import subprocess
-import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,25 +18,12 @@ from chaos.gate.policy import AuditResult
 from chaos.paths import reports_dir
 from chaos.report import render_index, render_run
 from chaos.report.assets import plotly_path, plotly_version
+from tests.browser import Page, chromium
 from tests.report_sample import HOSTILE, write_sample_run
 from tests.story_check import contradictions
 
 pytestmark = [pytest.mark.integration]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-    "--hide-scrollbars",
-    "--remote-debugging-port=0",
-    "--window-size=1280,900",
-)
 CHART_IDS = (
     "chart-produce",
     "chart-latency",
@@ -54,112 +35,10 @@ CHART_IDS = (
 )
 
 
-class Page:
-    """One Chromium page over the DevTools protocol: navigate, evaluate, collect console errors."""
-
-    def __init__(self, ws_url: str) -> None:
-        import websocket
-
-        self.ws = websocket.create_connection(ws_url, timeout=30, suppress_origin=True)
-        self.ids = itertools.count(1)
-        self.errors: list[str] = []
-        self.dialogs: list[str] = []
-        for method in ("Runtime.enable", "Log.enable", "Page.enable"):
-            self.call(method)
-
-    def _event(self, message: dict[str, Any]) -> None:
-        method, params = message.get("method"), message.get("params", {})
-        if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-            self.errors.append(json.dumps(params.get("args"))[:500])
-        elif method == "Runtime.exceptionThrown":
-            self.errors.append(json.dumps(params.get("exceptionDetails"))[:500])
-        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
-            self.errors.append(str(params["entry"].get("text"))[:500])
-        elif method == "Page.javascriptDialogOpening":
-            self.dialogs.append(str(params.get("message")))
-            self.call("Page.handleJavaScriptDialog", accept=True)
-
-    def call(self, method: str, **params: Any) -> dict[str, Any]:
-        ident = next(self.ids)
-        self.ws.send(json.dumps({"id": ident, "method": method, "params": params}))
-        while True:
-            message = json.loads(self.ws.recv())
-            if message.get("id") == ident:
-                if "error" in message:
-                    raise AssertionError(f"{method}: {message['error']}")
-                return dict(message.get("result", {}))
-            self._event(message)
-
-    def evaluate(self, expression: str) -> Any:
-        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
-        if "exceptionDetails" in result:
-            raise AssertionError(f"{expression}: {result['exceptionDetails']}")
-        return result["result"].get("value")
-
-    def open(self, url: str, wait_for: str, timeout_s: float = 60.0) -> None:
-        self.call("Page.navigate", url=url)
-        deadline = time.monotonic() + timeout_s
-        condition = f"document.readyState === 'complete' && ({wait_for})"
-        while time.monotonic() < deadline:
-            if self.evaluate(condition):  # each call also reads the events that arrived meanwhile
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"{url}: {wait_for!r} not true after {timeout_s} s (errors: {self.errors})")
-
-    def screenshot(self, target: Path) -> None:
-        import base64
-
-        height = int(self.evaluate("document.documentElement.scrollHeight"))
-        self.call(
-            "Emulation.setDeviceMetricsOverride",
-            width=1280,
-            height=min(height, 16000),
-            deviceScaleFactor=1,
-            mobile=False,
-        )
-        time.sleep(0.5)  # let responsive charts settle at the new size
-        shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
-        target.write_bytes(base64.b64decode(shot["data"]))
-        self.call("Emulation.clearDeviceMetricsOverride")
-
-    def close(self) -> None:
-        self.ws.close()
-
-
 @pytest.fixture(scope="module")
 def page() -> Iterator[Page]:
-    # make setup installs both; a missing one is a setup failure, never a silent skip
-    assert CHROMIUM is not None, "Debian's chromium package is not installed: run make setup"
-    profile = Path(tempfile.mkdtemp(prefix="chaos-chromium-"))
-    proc = subprocess.Popen(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 60
-        while not port_file.exists() or not port_file.read_text().strip():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"chromium did not start (exit {proc.poll()})")
-            time.sleep(0.2)
-        port = int(port_file.read_text().split()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as answer:
-            targets = json.load(answer)
-        ws_url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
-        driver = Page(ws_url)
-        try:
-            yield driver
-        finally:
-            driver.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        shutil.rmtree(profile, ignore_errors=True)
+    with chromium() as driver:
+        yield driver
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +98,16 @@ OVERLAPPING_LABELS = """[...document.querySelectorAll('.chart')].map(chart => {
        a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)).length;
    })"""
 """Per chart of the page, how many visible window labels touch another one."""
+
+EXAMPLE_HEIGHTS = """Object.fromEntries([...document.querySelectorAll("h3[id^='examples-']")].map(h => {
+     let next = h.nextElementSibling;
+     while (next && !/^H[23]$/.test(next.tagName)) next = next.nextElementSibling;
+     const bottom = next ? next.getBoundingClientRect().top : h.parentElement.getBoundingClientRect().bottom;
+     return [h.id, bottom - h.getBoundingClientRect().top];
+   }))"""
+"""Per anomaly with examples, the height in px of its examples section (its heading to the next one)."""
+SCREEN_PX = 900
+"""The browser window's height (``--window-size``): one screen."""
 
 
 def test_the_story_leads_and_window_labels_never_overlap(page: Page, root: Path) -> None:
@@ -301,12 +190,13 @@ def _real_tree_pages() -> list[Path]:
 def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
     """Every page of a real run's tree (a gate run, a make chaos run) from file://: each chart it has is
     drawn by the tree's one plotly.js, with no console error, no two visible window labels of a chart touch,
-    and the page tells "What happened" — every count, partition and offset range it names the run's
+    each anomaly's examples fit on one screen, and the page tells "What happened" — every count, partition and offset range it names the run's
     audit.json's (tests/story_check.py). Prints the tree's size and page count."""
     pages = _real_tree_pages()
     tree = Path(os.environ["CHAOS_BROWSER_TREE"]).resolve()
     undrawn: dict[str, object] = {}
     checked = 0
+    tallest: tuple[float, str, str] = (0.0, "", "")
     for report in pages:
         page.errors.clear()
         page.open(report.as_uri(), "document.body.getAttribute('data-charts-rendered') !== null")
@@ -316,6 +206,8 @@ def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
         )
         rendered = page.evaluate("document.body.getAttribute('data-charts-rendered')")
         overlaps = page.evaluate(OVERLAPPING_LABELS)
+        heights = page.evaluate(EXAMPLE_HEIGHTS)
+        tallest = max([tallest, *((h, report.parent.name, a) for a, h in heights.items())])
         story = page.evaluate("(document.querySelector('#story') || {}).innerText || ''")
         sentences = page.evaluate(
             "[...document.querySelectorAll('#story .what-happened .sentence')].map(e => e.innerText)"
@@ -324,6 +216,8 @@ def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
             undrawn[str(report.relative_to(tree))] = {"charts": drawn, "errors": list(page.errors)}
         if any(overlaps) or "What happened" not in story:
             undrawn[str(report.relative_to(tree))] = {"overlapping labels": overlaps, "story": story[:80]}
+        if any(h > SCREEN_PX for h in heights.values()):  # the values folded below their group's context
+            undrawn[str(report.relative_to(tree))] = {"examples higher than a screen (px)": heights}
         audit_json = report.with_name("audit.json")
         if audit_json.is_file():  # every count, partition and offset range the story names is the audit's
             checked += 1
@@ -334,6 +228,7 @@ def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
     drawn_pages = len(pages) - len(undrawn)
     print(
         f"\nbrowser: {len(pages)} pages of {tree} ({size_mb:.1f} MB), {drawn_pages} fully drawn; {checked} "
-        "stories read against their audit.json"
+        f"stories read against their audit.json; the highest examples section {tallest[0]:.0f} px "
+        f"({tallest[1]}, {tallest[2]}; a screen: {SCREEN_PX} px)"
     )
     assert undrawn == {}
