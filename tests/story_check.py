@@ -49,9 +49,43 @@ def _check_range(sentence: str, r: PartitionRange, alone: bool, count: int) -> l
     return problems
 
 
+WORST: Final = re.compile(
+    r"the worst availability figure is (?:(?P<kind>a consume stall|a stall of the service's input) of "
+    r"(?P<gap>[0-9.]+) s on (?P<where>\S+) \(|(?P<outage>[0-9.]+) s without an acknowledgement)"
+)
+"""A passing run's one sentence: its worst availability figure."""
+
+
+def _worst(sentence: str, audit: AuditResult) -> list[str]:
+    """What a passing run's sentence says of its worst availability figure that the audit does not."""
+    found = WORST.search(sentence)
+    if found is None:
+        return []
+    consumer = audit.facts.availability.consumer
+    if found["outage"] is not None:
+        outage = audit.facts.availability.longest_outage_s
+        said = float(found["outage"])
+        return (
+            []
+            if outage is not None and f"{outage:.1f}" == found["outage"]
+            else [f"says {said} s without an acknowledgement, the audit {outage}"]
+        )
+    gap = consumer.longest_gap() if found["kind"] == "a consume stall" else consumer.longest_service_gap()
+    if gap is None:
+        return [f"names {found['kind']}, the audit has none"]
+    where = partition_name(gap.topic, gap.partition)
+    if (f"{gap.gap_s:.1f}", where) != (found["gap"], found["where"]):
+        return [f"says {found['kind']} of {found['gap']} s on {found['where']}, the audit {gap.gap_s:.1f} s "
+                f"on {where}"]  # fmt: skip
+    return []
+
+
 def contradictions(sentences: list[str], audit: AuditResult) -> list[str]:
-    """What a failed run's "What happened" (its sentences) names that ``audit`` does not say; empty when
-    every count, partition and offset range it names is the audit's."""
+    """What a run's "What happened" (its sentences) names that ``audit`` does not say; empty when every
+    count, partition and offset range a failed run's story names, and a passing run's worst availability
+    figure, is the audit's."""
+    if sentences and sentences[0].startswith("Passed:"):
+        return _worst(sentences[0], audit)
     if not sentences or not sentences[0].startswith("The audit found"):
         return []
     problems: list[str] = []

@@ -242,15 +242,24 @@ def _removals(facts: AuditFacts) -> str | None:
 
 
 def _worst_availability(facts: AuditFacts, spans: Sequence[FaultSpan], mono0: float | None) -> str:
-    """The worst availability figure: the longest time without an acknowledgement or the longest consume
-    stall, whichever is longer, with when and the fault windows around it."""
+    """The worst availability figure: the longest time without an acknowledgement, the longest consume
+    stall or a service's longest input stall, whichever is longest, with when and the fault windows around
+    it."""
     from chaos.report.timeline import faults_during
 
     av = facts.availability
-    gap = av.consumer.longest_gap()
+    stalls = [
+        (gap, kind)
+        for gap, kind in (
+            (av.consumer.longest_gap(), "a consume stall"),
+            (av.consumer.longest_service_gap(), "a stall of the service's input"),
+        )
+        if gap is not None
+    ]
+    gap, kind = max(stalls, key=lambda s: s[0].gap_s, default=(None, ""))
     outage = av.longest_outage_s
     if gap is not None and (outage is None or gap.gap_s > outage):
-        what = f"a consume stall of {gap.gap_s:.1f} s on {gap.topic}-{gap.partition}"
+        what = f"{kind} of {gap.gap_s:.1f} s on {gap.topic}-{gap.partition}"
         start, end = gap.start_mono, gap.end_mono
     elif outage is not None:
         what = f"{outage:.1f} s without an acknowledgement"

@@ -12,6 +12,8 @@ from chaos.audit.model import (
     AnomalyReport,
     AuditFacts,
     Availability,
+    ConsumeGap,
+    Consumption,
     Example,
     PartitionRange,
     Removal,
@@ -213,6 +215,34 @@ def test_a_passing_run_is_one_sentence_with_its_worst_availability_figure() -> N
         "broker-1, crash broker-2).",
     )
     assert story.what_to_change == ()
+
+
+def test_a_services_input_stall_longer_than_any_other_figure_is_the_worst() -> None:
+    """A service's input partition waited longer than the producer did and than any output partition: the
+    passing run's sentence names it, and the story check holds it to the audit."""
+    base = _lost(0, range(0))
+    consumer = Consumption(
+        gaps=(ConsumeGap("out", 0, 2.0, MONO0 + 1.0, MONO0 + 3.0, True),),
+        service_gaps=(ConsumeGap("in", 1, 7.25, MONO0 + 5.0, MONO0 + 12.25, True),),
+    )
+    audit = replace(
+        base,
+        facts=replace(base.facts, availability=replace(base.facts.availability, consumer=consumer)),
+    )
+    told = list(tell(_facts(audit)).what_happened)
+    assert told == [
+        "Passed: nothing at_least_once forbids happened to the 2,900 acknowledged writes; the worst "
+        "availability figure is a stall of the service's input of 7.2 s on in-1 (t+5.0–12.2 s, during "
+        "replication_cut broker-1).",
+    ]
+    assert contradictions(told, audit) == []
+    assert contradictions([told[0].replace("on in-1", "on in-0")], audit) == [
+        "says a stall of the service's input of 7.2 s on in-0, the audit 7.2 s on in-1"
+    ]
+    as_consume_stall = told[0].replace("a stall of the service's input of", "a consume stall of")
+    assert contradictions([as_consume_stall], audit) == [
+        "says a consume stall of 7.2 s on in-1, the audit 2.0 s on out-0"
+    ]
 
 
 def test_an_inconclusive_run_names_the_precondition_that_did_not_hold() -> None:
