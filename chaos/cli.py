@@ -244,9 +244,8 @@ def audit(
 
     RUN_DIR is a local run directory, or a URI Spark's file systems read (file://, hdfs://, s3a://… as
     your Spark has connectors for; Spark engine only, and audit.json goes to --out)."""
-    from chaos.audit.run import TopicSource, is_uri
-    from chaos.gate.auditfile import audit_path, write_audit
-    from chaos.gate.run import audit_run
+    from chaos.audit.auditfile import audit_path, write_audit
+    from chaos.audit.run import TopicSource, audit_run, is_uri
     from chaos.run.files import RunFileError
 
     if is_uri(run_dir):

@@ -430,7 +430,7 @@ def _write_audit(path: Path, t0: float, mono0: float, hostile: bool, clean: bool
         LatencyStats,
         Totals,
     )
-    from chaos.gate.policy import judge
+    from chaos.audit.verdict import judge
 
     topic = f"{TOPIC}{HOSTILE}" if hostile else TOPIC
     lost_id = f"sample-run:producer-0:{HOSTILE}" if hostile else "sample-run:producer-0:1001"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Final
 
 from chaos.audit.model import PartitionRange
-from chaos.gate.policy import AuditResult
+from chaos.audit.verdict import AuditResult
 from chaos.report.attribution import partition_name
 
 FOUND: Final = re.compile(r"(\d{1,3}(?:,\d{3})*) [^()]*?\((\w+)\)")

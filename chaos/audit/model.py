@@ -256,7 +256,7 @@ class AnomalyReport:
     """How many instances of one anomaly, the first ``max_examples`` of them in :meth:`Example.sort_key`
     order, and ``by_producer``: the instances per producer named in their value id (sorted by producer;
     an instance without one of ours — a foreign record — is in ``count`` only). The verdict judges each
-    producer's share by the guarantee its stream claims (:func:`chaos.gate.policy.judge`)."""
+    producer's share by the guarantee its stream claims (:func:`chaos.audit.verdict.judge`)."""
 
     count: int
     examples: tuple[Example, ...] = ()

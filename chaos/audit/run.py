@@ -1,19 +1,20 @@
-"""Establish the facts of a saved run directory with either engine.
-
-The verdict and ``audit.json`` are the gate's: :func:`chaos.gate.run.audit_run` judges these facts and writes
-the file.
+"""Establish the facts of a saved run directory with either engine (:func:`audit_facts`), and judge them
+against the claimed guarantee (:func:`audit_run`: :mod:`chaos.audit.verdict`, written to ``audit.json``
+by :mod:`chaos.audit.auditfile`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from chaos.audit.auditfile import write_audit
 from chaos.audit.java import java_command
 from chaos.audit.model import DEFAULT_OPTIONS, ISOLATION_LEVELS, AuditFacts, AuditOptions, Isolation
+from chaos.audit.verdict import AuditResult, judge
 from chaos.errors import AuditError, ChaosError, ConfigError, HistoryError
 from chaos.history.files import HISTORY_DIR, PARQUET_NAME, RunDir
 
@@ -192,3 +193,24 @@ def _unreadable(exc: Exception, master: str) -> str:
             '--jars "$(chaos jars list | paste -sd, -)")'
         )
     return found
+
+
+def audit_run(
+    run_dir: str | os.PathLike[str],
+    *,
+    guarantee: str,
+    engine: Engine = "spark",
+    master: str = "local[*]",
+    topic: TopicSource | None = None,
+    options: AuditOptions = DEFAULT_OPTIONS,
+    write: bool = True,
+    streams: Mapping[str, str] | None = None,
+) -> AuditResult:
+    """Audit one run, judge it against ``guarantee`` — each producer of ``streams`` against its own — and
+    (by default) write ``<run_dir>/audit.json``. A history that cannot be read gives verdict ``unknown``,
+    never an exception-free pass."""
+    facts = audit_facts(run_dir, engine=engine, master=master, topic=topic, options=options)
+    result = judge(facts, guarantee, engine, streams)
+    if write:
+        write_audit(run_dir, result)
+    return result

@@ -1,4 +1,5 @@
-"""The gate: the verdict policy, the audit of a run, and the resilience gate's file and lint."""
+"""The resilience gate: its file, lint, cases, thresholds, baseline and outputs (the verdict of a run is
+:mod:`chaos.audit.verdict`'s)."""
 
 from chaos.gate.gatefile import (
     ClientSettings,

@@ -20,9 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     """Audit RUN_DIR (a local directory or a URI Spark reads: file://, hdfs://, s3a://…) with the Spark
     engine, write audit.json (into RUN_DIR, or --out), print the verdict; exit 0 pass, 1 fail, 3 unknown,
     2 a harness error or bad input."""
-    from chaos.audit.run import TopicSource, is_uri
-    from chaos.gate.auditfile import write_audit
-    from chaos.gate.run import audit_run
+    from chaos.audit.auditfile import write_audit
+    from chaos.audit.run import TopicSource, audit_run, is_uri
 
     parser = argparse.ArgumentParser(prog="chaos.gate.job", description=main.__doc__)
     parser.add_argument("run_dir")

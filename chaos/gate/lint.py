@@ -8,7 +8,7 @@ rules derives the guarantee the configuration can keep.
 2. :func:`derive` is pure: each :class:`Rule` of :data:`RULES` is a condition on the effective settings
    (:class:`View`: the file's values over librdkafka's and Kafka's defaults), the audit anomalies it makes
    possible, the offending keys and the catalog cases that show it. The guarantees a rule breaks follow
-   from the verdict policy (:data:`chaos.gate.policy.FATAL`), so the lint and the audit judge alike.
+   from the verdict policy (:data:`chaos.audit.verdict.FATAL`), so the lint and the audit judge alike.
 
 The lint predicts the full gate's verdict from configuration alone: a rule breaks a guarantee only when
 the anomaly it allows is one the catalog's faults provoke (the rule's cases); risks no catalog fault
@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any, Final, cast
 
 from chaos.audit.model import ANOMALIES
+from chaos.audit.verdict import FATAL
 from chaos.gate.cases import CONSUMER_OUTAGE, outage_cases
 from chaos.gate.gatefile import (
     ALIASES,
@@ -41,7 +42,6 @@ from chaos.gate.gatefile import (
     canonical,
     flag,
 )
-from chaos.gate.policy import FATAL
 from chaos.run.terms import GUARANTEES, Guarantee
 from chaos.workload.clientconf import OTHER_SIDE, key_fix, refusals
 

@@ -5,7 +5,7 @@
 - :func:`render_tree` — what ``chaos report PATH`` does; :func:`report_after_test` — what the pytest
   plugin calls after every test whose run directory holds a history;
 - :class:`ScenarioInfo` — the format of ``<run_dir>/scenario.json`` (:func:`write_scenario`), re-exported
-  from its owner :mod:`chaos.run.manifest`; :func:`read_audit` from :mod:`chaos.gate.auditfile`.
+  from its owner :mod:`chaos.run.manifest`; :func:`read_audit` from :mod:`chaos.audit.auditfile`.
 
 docs/report.md describes the page and its inputs.
 """

@@ -2,13 +2,13 @@
 
 Each file has one owner, re-exported here for the report: ``scenario.json`` is the run's manifest
 (:mod:`chaos.run.manifest`, :class:`ScenarioInfo`); ``audit.json`` is the gate's
-(:mod:`chaos.gate.auditfile`, :func:`read_audit` rebuilds the :class:`~chaos.gate.policy.AuditResult`).
+(:mod:`chaos.audit.auditfile`, :func:`read_audit` rebuilds the :class:`~chaos.audit.verdict.AuditResult`).
 """
 
 from __future__ import annotations
 
+from chaos.audit.auditfile import AUDIT_NAME, read_audit
 from chaos.errors import ChaosError
-from chaos.gate.auditfile import AUDIT_NAME, read_audit
 from chaos.run.files import RunFileError
 from chaos.run.manifest import (
     OUTCOMES,

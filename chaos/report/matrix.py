@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from chaos.audit.auditfile import read_audit
 from chaos.audit.model import AuditFacts
 from chaos.errors import ChaosError, ConfigError
-from chaos.gate.auditfile import read_audit
 from chaos.report.render import find_runs, load_summary
 from chaos.run.manifest import read_scenario
 

@@ -2,7 +2,7 @@
 
 A page reads ``scenario.json`` (:class:`~chaos.report.inputs.ScenarioInfo`), the history
 (:func:`chaos.history.load_history`: Parquet, or the JSONL segments of a run that crashed), ``audit.json``
-(:class:`~chaos.gate.policy.AuditResult`), ``evidence.json`` (:class:`~chaos.run.evidence.Evidence`) and the
+(:class:`~chaos.audit.verdict.AuditResult`), ``evidence.json`` (:class:`~chaos.run.evidence.Evidence`) and the
 broker logs. Whatever is missing is said on the page; the page never computes anomalies itself. The verdict
 it shows is the run's (:func:`run_verdict`): the audit's, or ``unknown`` when a precondition of the case did
 not hold. plotly.js is one file per report tree (:mod:`chaos.report.assets`) that each page loads by a
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     import jinja2
 
     from chaos.audit.model import ConsumeGap
-    from chaos.gate.policy import AuditResult
+    from chaos.audit.verdict import AuditResult
     from chaos.report.evidence import SymptomMatch
     from chaos.report.story import Story
     from chaos.report.timeline import FaultSpan, Timeline

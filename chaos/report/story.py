@@ -19,7 +19,7 @@ from chaos.report.explain import ANOMALY_HINTS, ANOMALY_TIME, GUARANTEE_PROMISE,
 
 if TYPE_CHECKING:
     from chaos.audit.model import AuditFacts, PartitionRange
-    from chaos.gate.policy import AuditResult
+    from chaos.audit.verdict import AuditResult
     from chaos.report.timeline import FaultSpan
     from chaos.run.evidence import Check
     from chaos.run.manifest import ThresholdResult

@@ -1,7 +1,7 @@
 """The run directory's JSON files: written atomically, read back with errors that name the file.
 
 Each format has one owning module (``scenario.json``: :mod:`chaos.run.manifest`; ``audit.json``:
-:mod:`chaos.gate.auditfile`); they share these helpers and :class:`RunFileError`.
+:mod:`chaos.audit.auditfile`); they share these helpers and :class:`RunFileError`.
 """
 
 from __future__ import annotations

@@ -64,8 +64,7 @@ def conclude(
     reads the drain) and Spark's reads of the topic through Kafka alike, so both engines judge the same
     contents (a transactional output read at ``read_committed`` only has no aborted copies).
     ``streams``: producers judged by a guarantee of their own (:attr:`RunWorkers.streams`)."""
-    from chaos.audit.run import TopicSource
-    from chaos.gate.run import audit_run
+    from chaos.audit.run import TopicSource, audit_run
 
     if context.run_dir is None:
         raise ScenarioError("conclude: the run's context has no run_dir to audit")

@@ -16,7 +16,7 @@ from chaos.workload import DrainSummary
 from chaos.workload.common import CLIENT_FATAL
 
 if TYPE_CHECKING:
-    from chaos.gate.policy import AuditResult
+    from chaos.audit.verdict import AuditResult
 
 
 @dataclass(frozen=True)

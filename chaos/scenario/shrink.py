@@ -187,7 +187,7 @@ class Shrinker:
 def run_verdict(run_dir: Path) -> str:
     """A finished run's verdict: its audit's, ``unknown`` when a precondition did not hold (evidence.json),
     ``error`` when it wrote no audit (it crashed)."""
-    from chaos.gate.auditfile import read_audit
+    from chaos.audit.auditfile import read_audit
     from chaos.run.evidence import read_evidence
 
     audit = read_audit(run_dir)

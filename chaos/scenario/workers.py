@@ -95,7 +95,7 @@ class RunWorkers:
         :meth:`process_member`, :meth:`transform`, :meth:`startup_probe`)."""
         self.streams: dict[str, str] = {}
         """Producer -> the guarantee of the client profile it was handed (``client=``): its values are
-        judged by that guarantee, the rest by the variant's (:func:`chaos.gate.policy.judge`)."""
+        judged by that guarantee, the rest by the variant's (:func:`chaos.audit.verdict.judge`)."""
         self.traffic: Traffic | None = None
         """The run's default traffic: a producer started without a ``traffic`` of its own takes it (the
         gate's ``[traffic]``); one without a rate (as fast as acks come) takes it without its rate pattern."""

@@ -32,7 +32,7 @@ def input_client(guarantee: Guarantee) -> ClientProfile:
         raise ServiceConfigError(
             "input_client('exactly_once'): a profile claiming exactly_once is transactional and the input "
             "producer is a plain one; leave client= out of run.producer(role='input') (judged idempotent) "
-            "and judge the facts with chaos.gate.policy.judge(facts, 'exactly_once', engine)"
+            "and judge the facts with chaos.audit.verdict.judge(facts, 'exactly_once', engine)"
         )
     return custom_profile(
         f"service_input_{guarantee}",

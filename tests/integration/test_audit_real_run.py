@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from chaos.audit.run import TopicSource
+from chaos.audit.run import TopicSource, audit_run
+from chaos.audit.verdict import AuditResult
 from chaos.cluster.cluster import KafkaCluster
-from chaos.gate.policy import AuditResult
-from chaos.gate.run import audit_run
 from chaos.history import Recorder
 from chaos.workload import IDEMPOTENT, RunContext
 from chaos.workload.readers import drain

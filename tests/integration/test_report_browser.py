@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.gate.policy import AuditResult
+from chaos.audit.verdict import AuditResult
 from chaos.paths import reports_dir
 from chaos.report import render_index, render_run
 from chaos.report.assets import plotly_path, plotly_version
@@ -190,8 +190,9 @@ def _real_tree_pages() -> list[Path]:
 def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
     """Every page of a real run's tree (a gate run, a make chaos run) from file://: each chart it has is
     drawn by the tree's one plotly.js, with no console error, no two visible window labels of a chart touch,
-    each anomaly's examples fit on one screen, and the page tells "What happened" — every count, partition and offset range it names the run's
-    audit.json's (tests/story_check.py). Prints the tree's size and page count."""
+    each anomaly's examples fit on one screen, and the page tells "What happened" — every count, partition
+    and offset range it names (a passing run's worst figure too) the run's audit.json's
+    (tests/story_check.py). Prints the tree's size, page count and highest examples section."""
     pages = _real_tree_pages()
     tree = Path(os.environ["CHAOS_BROWSER_TREE"]).resolve()
     undrawn: dict[str, object] = {}

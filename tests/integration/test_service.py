@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from chaos.audit.verdict import judge
 from chaos.cluster.engine import LABEL, docker_client
 from chaos.faults.process import Crash
 from chaos.faults.targets import LeaderOf
-from chaos.gate.policy import judge
 from chaos.report import render_run
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
 from chaos.service import ServiceCrash, ServicePause, ServiceSpec, input_client

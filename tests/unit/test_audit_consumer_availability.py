@@ -41,7 +41,7 @@ from chaos.audit.model import (
     nearest_rank,
 )
 from chaos.audit.reference import reference_audit
-from chaos.gate.policy import AuditResult, judge
+from chaos.audit.verdict import AuditResult, judge
 from chaos.history.events import (
     Commit,
     Delivery,

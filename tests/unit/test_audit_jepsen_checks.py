@@ -38,7 +38,7 @@ from chaos.audit.model import (
     Totals,
 )
 from chaos.audit.reference import reference_audit
-from chaos.gate.policy import AuditResult, judge
+from chaos.audit.verdict import AuditResult, judge
 from chaos.history.events import (
     Delivery,
     Event,

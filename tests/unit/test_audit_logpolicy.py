@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from chaos.audit.model import AuditOptions, LogRecord, PartitionRange
 from chaos.audit.reference import reference_audit
-from chaos.gate.policy import AuditResult, judge
+from chaos.audit.verdict import AuditResult, judge
 from chaos.history.events import (
     Delivery,
     DrainEnd,

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, Example, LogRecord, Totals
 from chaos.audit.reference import reference_audit
+from chaos.audit.verdict import AuditResult, UnknownGuarantee, judge
 from chaos.cli import cli
 from chaos.errors import AuditError
-from chaos.gate.policy import AuditResult, UnknownGuarantee, judge
 from chaos.history.events import Delivery, DrainEnd, DrainRead, Event, SendInvoke, SendOutcome, value_id_for
 from chaos.run.events import producer_of
 from chaos.scenario.model import ScenarioError

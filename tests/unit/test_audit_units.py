@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, LogRecord, Totals
 from chaos.audit.reference import log_from_drain, reference_audit
 from chaos.audit.source import history_table, log_table, parse_value
-from chaos.gate.policy import FATAL, UnknownGuarantee, judge
+from chaos.audit.verdict import FATAL, UnknownGuarantee, judge
 from chaos.history.events import (
     Delivery,
     DrainEnd,

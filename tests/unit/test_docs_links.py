@@ -75,8 +75,8 @@ def _links(path: Path) -> list[tuple[int, str]]:
 
 
 def test_the_slugs_are_githubs() -> None:
-    assert slug("The audit (`chaos.audit`) and the verdict (`chaos.gate.policy`)") == (
-        "the-audit-chaosaudit-and-the-verdict-chaosgatepolicy"
+    assert slug("The audit (`chaos.audit`) and the verdict (`chaos.audit.verdict`)") == (
+        "the-audit-chaosaudit-and-the-verdict-chaosauditverdict"
     )
     assert slug("2026-12-01 — `make test`, third machine") == "2026-12-01--make-test-third-machine"
     assert slug("Order checks (Jepsen's names)") == "order-checks-jepsens-names"

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from chaos.audit.verdict import FATAL
 from chaos.gate.cases import CONSUMER_OUTAGE, DEFAULT_CASES
 from chaos.gate.gatefile import (
     ClientSettings,
@@ -19,7 +20,6 @@ from chaos.gate.gatefile import (
     Setting,
 )
 from chaos.gate.lint import REFUSALS, RULES, Refusal, check_clients, derive, lint_gate
-from chaos.gate.policy import FATAL
 from chaos.workload import Traffic
 
 WHERE = Origin("test.toml", 7)

@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, Totals
-from chaos.gate.policy import judge
+from chaos.audit.verdict import judge
 from chaos.history import SendInvoke
 from chaos.run.evidence import EvidenceLog
 from chaos.run.manifest import ScenarioInfo, write_scenario

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from chaos.audit.auditfile import read_audit
 from chaos.cli import cli
 from chaos.errors import ConfigError
-from chaos.gate.auditfile import read_audit
 from chaos.report.matrix import matrix_markdown, parse_columns
 from chaos.report.render import load_summary
 from tests.report_sample import write_sample_run

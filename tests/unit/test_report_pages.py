@@ -434,8 +434,8 @@ def _with_consumer(run: Path) -> None:
     active), a 5 s one of partition 0 inside it, a short one of partition 2, a lag series, a handover."""
     import dataclasses
 
+    from chaos.audit.auditfile import read_audit, write_audit
     from chaos.audit.model import ConsumeGap, Consumption, Handover, LagPoint, LatencyStats
-    from chaos.gate.auditfile import read_audit, write_audit
     from tests.report_sample import TOPIC
 
     mono0 = 1000.0
@@ -520,7 +520,7 @@ def test_a_run_judged_per_stream_says_so_and_counts_each_producers_share(tmp_pat
     from dataclasses import replace
 
     from chaos.audit.model import AnomalyReport
-    from chaos.gate.policy import AuditResult, judge
+    from chaos.audit.verdict import AuditResult, judge
 
     run = tmp_path / "streams"
     write_sample_run(run, seconds=SECONDS, rate=RATE)

@@ -19,7 +19,7 @@ from chaos.audit.model import (
     Removal,
     Totals,
 )
-from chaos.gate.policy import AuditResult, judge
+from chaos.audit.verdict import AuditResult, judge
 from chaos.report.attribution import attribute, describe_event, group_examples
 from chaos.report.evidence import LogLine
 from chaos.report.explain import ANOMALY_HINTS

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, Totals
-from chaos.gate.policy import judge
+from chaos.audit.verdict import judge
 from chaos.run.evidence import Check, Evidence, EvidenceError, EvidenceLog, read_evidence, write_evidence
 from chaos.scenario import ScenarioResult
 

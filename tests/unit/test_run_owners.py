@@ -1,4 +1,4 @@
-"""One definition, one owner: ``audit.json`` through :mod:`chaos.gate.auditfile`, the manifest and the event
+"""One definition, one owner: ``audit.json`` through :mod:`chaos.audit.auditfile`, the manifest and the event
 model under :mod:`chaos.run` (re-exported, not copied, by the report and the history), one
 ``PartitionState`` for live reads and samples, ``ReplicationCut`` in :mod:`chaos.faults.network`."""
 
@@ -14,12 +14,12 @@ import chaos.report
 import chaos.report.inputs
 import chaos.run.manifest
 import chaos.scenario
+from chaos.audit.auditfile import audit_path, read_audit, write_audit
 from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, Example, Totals
+from chaos.audit.verdict import AuditResult, judge
 from chaos.cluster.introspect import partition_states
 from chaos.cluster.wire import WireMetadata, WirePartition
 from chaos.faults.network import ReplicationCut
-from chaos.gate.auditfile import audit_path, read_audit, write_audit
-from chaos.gate.policy import AuditResult, judge
 from chaos.run import events
 from chaos.run.files import RunFileError
 from chaos.run.terms import GUARANTEES, VERDICTS

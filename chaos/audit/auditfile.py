@@ -1,5 +1,5 @@
-"""``<run_dir>/audit.json``: the :class:`~chaos.gate.policy.AuditResult` of a run, written by
-:func:`chaos.gate.run.audit_run` and read back by the report. The one owner of the file."""
+"""``<run_dir>/audit.json``: the :class:`~chaos.audit.verdict.AuditResult` of a run, written by
+:func:`chaos.audit.run.audit_run` and read back by the report. The one owner of the file."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Final
 
+from chaos.audit.verdict import AuditResult
 from chaos.errors import ChaosError
-from chaos.gate.policy import AuditResult
 from chaos.run.files import RunFileError, read_json_object, write_atomic
 
 AUDIT_NAME: Final = "audit.json"
