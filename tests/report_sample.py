@@ -34,7 +34,7 @@ from chaos.history import (
     json_text,
     value_id_for,
 )
-from chaos.history.events import Delivery
+from chaos.run.events import Delivery
 from chaos.run.evidence import Check, Evidence, write_evidence
 from chaos.run.manifest import ExpectedSymptom, ScenarioInfo, ThresholdResult, TopicInfo, write_scenario
 

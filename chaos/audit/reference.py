@@ -43,7 +43,8 @@ from chaos.audit.model import (
     nearest_rank,
     txn_attempts,
 )
-from chaos.history.events import (
+from chaos.history.windows import fault_windows
+from chaos.run.events import (
     Commit,
     Delivery,
     DrainEnd,
@@ -58,7 +59,6 @@ from chaos.history.events import (
     TopicPolicy,
     TxnMarker,
 )
-from chaos.history.windows import fault_windows
 
 Position = tuple[str, int, int]
 Available = tuple[str, Position, float, int]

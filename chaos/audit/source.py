@@ -17,8 +17,8 @@ import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 from chaos.audit.model import ISOLATION_LEVELS, Isolation, LogRecord
 from chaos.audit.sparkjob import HISTORY_COLUMNS, LOG_COLUMNS
 from chaos.errors import AuditError
-from chaos.history.events import NAME_PATTERN, VALUE_ID_HEADER, Event
 from chaos.history.schema import ARROW_SCHEMA
+from chaos.run.events import NAME_PATTERN, VALUE_ID_HEADER, Event
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -21,9 +21,9 @@ import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
 from chaos.audit.model import ConsumeGap, Consumption
-from chaos.history.events import FaultEvent
 from chaos.history.reader import events_from_table, filter_kinds
 from chaos.history.windows import fault_windows
+from chaos.run.events import FaultEvent
 
 MAX_BUCKETS: Final = 1800
 """At most this many time buckets per chart: 1 s buckets up to 30 minutes, wider beyond."""

@@ -18,19 +18,19 @@ from dataclasses import dataclass
 from typing import Final
 
 from chaos.faults.base import Fault, FaultRecord
-from chaos.history.events import (
+from chaos.history.windows import fault_seq
+from chaos.run.events import (
     ClientLog,
     ClusterSample,
     Commit,
     Delivery,
     Event,
+    FaultAction,
     FaultEvent,
     ProbeCall,
     Rebalance,
     SendOutcome,
 )
-from chaos.history.windows import fault_seq
-from chaos.run.events import FaultAction
 from chaos.scenario.bridge import event_target
 
 MARK_FACILITY: Final = "SCENARIO"

@@ -1,7 +1,7 @@
 """A composed no-fault workload: N producers and an M-member group on the run's topic, plus the sampler.
 
 :func:`run_workload` is what the throughput acceptance run and the kill -9 test drive; ``python -m
-chaos.history.record_workload`` runs it in a child process with its own :class:`~chaos.history.Recorder`
+chaos.scenario.record_workload`` runs it in a child process with its own :class:`~chaos.history.Recorder`
 and prints progress lines, so a test can SIGKILL it mid-run and know what the history must hold.
 """
 

@@ -46,7 +46,7 @@ def test_sigkill_mid_run_keeps_a_readable_history(kafka_cluster: KafkaCluster, r
 
     context = RunContext(run_id, bootstrap, topic, group, IDEMPOTENT, nowhere, run_dir=history_dir)
     child = subprocess.Popen(
-        [sys.executable, "-m", "chaos.history.record_workload"],
+        [sys.executable, "-m", "chaos.scenario.record_workload"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -23,8 +23,8 @@ from benchmarks.yardstick import COUNTS, figures_from_facts, yardstick
 from chaos.audit.model import DEFAULT_OPTIONS, LogRecord
 from chaos.audit.reference import reference_audit
 from chaos.audit.source import history_table, log_table
-from chaos.history.events import TxnMarker
 from chaos.history.reader import read_events
+from chaos.run.events import TxnMarker
 from tests.unit.test_audit_properties import Plan, build, plans
 
 BENCH = Path(audit_bench.__file__)

@@ -42,7 +42,7 @@ from chaos.audit.model import (
 )
 from chaos.audit.reference import reference_audit
 from chaos.audit.verdict import AuditResult, judge
-from chaos.history.events import (
+from chaos.run.events import (
     Commit,
     Delivery,
     Event,
@@ -835,7 +835,7 @@ def test_no_delivery_no_consumer_figures() -> None:
 
 
 def test_e2e_per_fault_window_phases_by_the_readable_time() -> None:
-    from chaos.history.events import FaultEvent
+    from chaos.run.events import FaultEvent
 
     h = Hand()
     h.rebalance(0.0, "assign", "a", [0])

@@ -39,7 +39,7 @@ from chaos.audit.model import (
 )
 from chaos.audit.reference import reference_audit
 from chaos.audit.verdict import AuditResult, judge
-from chaos.history.events import (
+from chaos.run.events import (
     Delivery,
     Event,
     PartitionOffset,

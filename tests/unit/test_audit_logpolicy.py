@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from chaos.audit.model import AuditOptions, LogRecord, PartitionRange
 from chaos.audit.reference import reference_audit
 from chaos.audit.verdict import AuditResult, judge
-from chaos.history.events import (
+from chaos.run.events import (
     Delivery,
     DrainEnd,
     DrainRead,

@@ -36,7 +36,7 @@ from chaos.audit.model import (
 )
 from chaos.audit.reference import log_from_drain, reference_audit
 from chaos.audit.source import history_table, log_table
-from chaos.history.events import (
+from chaos.run.events import (
     Delivery,
     DrainEnd,
     DrainRead,

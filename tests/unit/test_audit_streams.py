@@ -14,8 +14,16 @@ from chaos.audit.reference import reference_audit
 from chaos.audit.verdict import AuditResult, UnknownGuarantee, judge
 from chaos.cli import cli
 from chaos.errors import AuditError
-from chaos.history.events import Delivery, DrainEnd, DrainRead, Event, SendInvoke, SendOutcome, value_id_for
-from chaos.run.events import producer_of
+from chaos.run.events import (
+    Delivery,
+    DrainEnd,
+    DrainRead,
+    Event,
+    SendInvoke,
+    SendOutcome,
+    producer_of,
+    value_id_for,
+)
 from chaos.scenario.model import ScenarioError
 from chaos.scenario.workers import RunWorkers
 from chaos.workload import AT_LEAST_ONCE, IDEMPOTENT, RunContext

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from chaos.audit.model import ANOMALIES, FENCED_ERRORS, AuditOptions, Example, Isolation, LogRecord
 from chaos.audit.reference import reference_audit
-from chaos.history.events import (
+from chaos.run.events import (
     Delivery,
     Event,
     Rebalance,

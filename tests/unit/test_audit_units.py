@@ -13,7 +13,8 @@ from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability
 from chaos.audit.reference import log_from_drain, reference_audit
 from chaos.audit.source import history_table, log_table, parse_value
 from chaos.audit.verdict import FATAL, UnknownGuarantee, judge
-from chaos.history.events import (
+from chaos.history.reader import arrow_to_spark
+from chaos.run.events import (
     Delivery,
     DrainEnd,
     DrainRead,
@@ -23,7 +24,6 @@ from chaos.history.events import (
     SendOutcome,
     value_id_for,
 )
-from chaos.history.reader import arrow_to_spark
 from chaos.run.terms import GUARANTEES
 
 T0 = 1_700_000_000.0

@@ -144,6 +144,17 @@ def test_scenario_needs_nothing_from_the_report() -> None:
     assert not edges, "chaos.scenario imports the report:\n" + "\n".join(f"  {e}" for e in edges)
 
 
+def test_the_history_records_any_workload_without_importing_one() -> None:
+    """The history stores events (:mod:`chaos.run.events`); a child that runs a workload and records it is
+    a composition (``chaos.scenario.record_workload``), so the history never depends on the workload."""
+    edges = [
+        e
+        for e in all_edges()
+        if e.source.startswith("chaos.history") and e.target.startswith(("chaos.workload", "chaos.service"))
+    ]
+    assert not edges, "chaos.history imports the workload:\n" + "\n".join(f"  {e}" for e in edges)
+
+
 def find_cycle(edges: list[Edge]) -> list[str]:
     """One import cycle among ``edges`` (``[a, b, …, a]``), or ``[]`` when the graph has none."""
     graph: dict[str, set[str]] = {}

@@ -1,12 +1,12 @@
-"""``python -m chaos.history.record_workload``: run a composed workload
+"""``python -m chaos.scenario.record_workload``: run a composed workload
 (:func:`chaos.workload.runner.run_workload`) in this process, recording its history with a
 :class:`~chaos.history.Recorder` in the context's ``run_dir``.
 
 Stdin holds one :func:`~chaos.workload.common.child_payload` line: the run's context (``run_dir`` set) and
 the :class:`~chaos.workload.runner.WorkloadPlan`. It prints ``progress <wall ts> <events recorded> <events
 written>`` every 0.25 s while it runs and ``done <result JSON>`` at the end, so a test can SIGKILL it
-mid-run and know what the history must hold. It lives with the history (which may import the workload),
-not with the workload (which must not import the history).
+mid-run and know what the history must hold. It composes the workload and the history, so it lives
+where compositions do (neither stage imports the other).
 """
 
 from __future__ import annotations
