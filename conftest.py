@@ -1,4 +1,4 @@
-"""Repo-local glue only; the harness's fixtures live in the chaos pytest plugin (chaos/plugin.py).
+"""Repo-local glue only; the harness's fixtures live in the chaos pytest plugin (chaos/plugin/).
 
 ``pytest`` with no arguments runs this repo's own test suite (``testpaths``) and leaves the scenarios
 (marker ``chaos``) out; ``pytest -m chaos`` runs every scenario, and naming a scenario file or node id runs

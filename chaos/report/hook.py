@@ -1,5 +1,5 @@
 """The pytest side of the report: what the plugin's ``pytest_runtest_makereport`` hook calls after a test's
-teardown (kept here so chaos/plugin.py holds hooks and fixtures only)."""
+teardown (kept here so the plugin, chaos/plugin/, holds hooks and fixtures only)."""
 
 from __future__ import annotations
 

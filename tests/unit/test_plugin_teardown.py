@@ -12,7 +12,8 @@ from types import FrameType
 import pytest
 
 import chaos.faults.heal
-import chaos.plugin
+import chaos.plugin.fixtures
+import chaos.plugin.lifecycle
 
 # A stand-in for the session cluster: registers a run id like the real holder and logs its teardown.
 CONFTEST = """
@@ -20,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from chaos.plugin import _RUN_IDS
+from chaos.plugin.keys import RUN_IDS
 
 LOG = Path(__file__).with_name("order.log")
 
 
 @pytest.fixture(scope="session")
 def fake_cluster(pytestconfig):
-    pytestconfig.stash[_RUN_IDS].append("run-1")
+    pytestconfig.stash[RUN_IDS].append("run-1")
     yield
     with LOG.open("a") as log:
         log.write("cluster teardown\\n")
@@ -58,7 +59,7 @@ def _setup(
     error: Exception | None = None,
 ) -> Path:
     log = pytester.path / "order.log"
-    monkeypatch.setattr(chaos.plugin, "_sweep_leaks", FakeSweep(log, leaked, error))
+    monkeypatch.setattr(chaos.plugin.lifecycle, "sweep_leaks", FakeSweep(log, leaked, error))
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_inner=f"def test_inner(fake_cluster):\n    {body}\n")
     return log
@@ -104,7 +105,7 @@ def test_a_failed_leak_check_is_reported_not_raised(
 def test_a_usage_error_keeps_exit_4(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     log = _setup(pytester, monkeypatch, "pass", leaked=["chaos-kafka-1"])
     # a run id registered before collection fails: the leak check still runs, the status stays 4
-    start = "\n\ndef pytest_sessionstart(session):\n    session.config.stash[_RUN_IDS].append('run-0')\n"
+    start = "\n\ndef pytest_sessionstart(session):\n    session.config.stash[RUN_IDS].append('run-0')\n"
     pytester.makeconftest(CONFTEST + start)
     result = pytester.runpytest("does_not_exist.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -219,16 +220,16 @@ def test_the_cluster_is_healed_even_when_capturing_logs_fails(
     log = pytester.path / "teardown.log"
     cluster = FakeCluster(log)
     monkeypatch.setattr(chaos.faults.heal, "heal_all", lambda c: cluster._note(f"heal {c.run_id}"))
-    monkeypatch.setattr(chaos.plugin._ClusterHolder, "get", lambda self: cluster)
+    monkeypatch.setattr(chaos.plugin.fixtures.ClusterHolder, "get", lambda self: cluster)
     pytester.makeconftest(
         """
         import pytest
 
-        from chaos.plugin import _ClusterHolder
+        from chaos.plugin.fixtures import ClusterHolder
 
         @pytest.fixture(scope="session")
         def _chaos_cluster_holder():
-            return _ClusterHolder(None, None, None, [])
+            return ClusterHolder(None, None, None, [])
         """
     )
     pytester.makepyfile(test_inner=f"def test_inner(kafka_cluster):\n    {body}\n")

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import chaos.cluster.engine
 import chaos.cluster.sweep
-import chaos.plugin
+import chaos.plugin.lifecycle
 from chaos.cli import cli
 from chaos.cluster.engine import LABEL
 from chaos.cluster.reaper import reaper_name
@@ -230,7 +230,7 @@ def test_chaos_clean_refuses_run_id_with_all(engine: FakeEngine) -> None:
 
 
 def test_the_leak_check_sweeps_only_its_own_runs(engine: FakeEngine) -> None:
-    leaked = chaos.plugin._sweep_leaks(["dead"])
+    leaked = chaos.plugin.lifecycle.sweep_leaks(["dead"])
     assert leaked == ["chaos-dead", "chaos-dead-kafka-1", "chaos-dead-sidecar"]
     assert engine.names() == LIVE | STARTING | {
         "chaos-exited-reaper",
