@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Final
 
 from chaos.audit.verdict import AuditResult
 from chaos.errors import ChaosError
 from chaos.run.files import RunFileError, read_json_object, write_atomic
-
-AUDIT_NAME: Final = "audit.json"
+from chaos.run.layout import AUDIT_NAME
 
 
 def audit_path(run_dir: str | os.PathLike[str]) -> Path:

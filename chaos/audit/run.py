@@ -16,7 +16,8 @@ from chaos.audit.java import java_command
 from chaos.audit.model import DEFAULT_OPTIONS, ISOLATION_LEVELS, AuditFacts, AuditOptions, Isolation
 from chaos.audit.verdict import AuditResult, judge
 from chaos.errors import AuditError, ChaosError, ConfigError, HistoryError
-from chaos.history.files import HISTORY_DIR, PARQUET_NAME, RunDir
+from chaos.history.files import RunDir
+from chaos.run.layout import HISTORY_DIR, PARQUET_NAME
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
 
 PLAN_FORMAT = 1
-PLAN_FILE: Final = "plan.json"
 """The plan a run's nemesis was given, as :meth:`Plan.to_json` wrote it (byte-identical for a seed)."""
 RESOLVED_PLAN_FILE: Final = "plan.resolved.json"
 """The same plan with each broker fault's target as the nemesis resolved it (a broker id): what

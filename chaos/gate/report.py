@@ -47,10 +47,8 @@ from chaos.gate.gatefile import Baseline
 from chaos.gate.redact import redact
 from chaos.gate.thresholds import Measured, Measurement
 from chaos.run.files import write_atomic
+from chaos.run.layout import GATE_MD_NAME, GATE_NAME, JUNIT_NAME
 
-GATE_NAME: Final = "gate.json"
-GATE_MD_NAME: Final = "gate.md"
-JUNIT_NAME: Final = "junit.xml"
 GATE_FORMAT: Final = 1
 
 AttemptOutcome = Literal["pass", "fail", "unknown", "error"]

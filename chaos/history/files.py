@@ -21,13 +21,9 @@ from typing import Any, Final
 
 from chaos.errors import HistoryError
 from chaos.run.events import SCHEMA_VERSION
+from chaos.run.layout import HISTORY_DIR, LOCK_NAME, PARQUET_NAME, SEGMENT_PREFIX, SEGMENT_SUFFIX
 from chaos.run.locks import FileLock
 
-HISTORY_DIR: Final = "history"
-PARQUET_NAME: Final = "events.parquet"
-SEGMENT_PREFIX: Final = "events-"
-SEGMENT_SUFFIX: Final = ".jsonl"
-LOCK_NAME: Final = ".writer.lock"
 HEADER_KEY: Final = "chaos_history"
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 from chaos.plugin.keys import INTERRUPTED, REPORT, RUN_DIRS, RUN_IDS
 from chaos.plugin.options import OPTIONS
+from chaos.run.layout import LOGS_DIR
 
 
 @pytest.fixture(scope="session")
@@ -125,7 +126,7 @@ def kafka_cluster(
     finally:
         if _did_not_pass(request.node):
             try:
-                cluster.capture_logs(run_dir / "logs")
+                cluster.capture_logs(run_dir / LOGS_DIR)
             except Exception as exc:  # the heal below must run: the next test needs an uncut cluster
                 print(f"chaos: broker logs of {request.node.nodeid} not captured: {exc!r}")
         try:

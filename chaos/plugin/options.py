@@ -112,7 +112,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--chaos-plan",
         default=None,
-        metavar="PLAN_FILE",
+        metavar="PLAN_NAME",
         help="Replay this saved fault plan (a run's plan.resolved.json or plan.json) instead of drawing one "
         "from the seed, in a scenario that runs a plan (chaos replay RUN_DIR sets it).",
     )

@@ -12,12 +12,10 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
-from typing import Final
 from urllib.parse import quote
 
 from chaos.run.files import write_atomic
-
-ASSETS_DIR: Final = "assets"
+from chaos.run.layout import ASSETS_DIR
 
 
 @cache

@@ -7,13 +7,13 @@ Each file has one owner, re-exported here for the report: ``scenario.json`` is t
 
 from __future__ import annotations
 
-from chaos.audit.auditfile import AUDIT_NAME, read_audit
+from chaos.audit.auditfile import read_audit
 from chaos.errors import ChaosError
 from chaos.run.files import RunFileError
+from chaos.run.layout import AUDIT_NAME, SCENARIO_NAME
 from chaos.run.manifest import (
     OUTCOMES,
     SCENARIO_FORMAT,
-    SCENARIO_NAME,
     SYMPTOM_KINDS,
     ExpectedSymptom,
     Scalar,

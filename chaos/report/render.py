@@ -23,17 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from chaos.errors import ChaosError
-from chaos.report.assets import (
-    ASSETS_DIR,
-    asset_root,
-    ensure_plotly,
-    plotly_path,
-    plotly_version,
-    relative_url,
-)
+from chaos.report.assets import asset_root, ensure_plotly, plotly_path, plotly_version, relative_url
 from chaos.report.inputs import (
-    AUDIT_NAME,
-    SCENARIO_NAME,
     ExpectedSymptom,
     InvalidReportInput,
     ReportError,
@@ -41,8 +32,19 @@ from chaos.report.inputs import (
     read_audit,
     read_scenario,
 )
-from chaos.run.evidence import EVIDENCE_NAME, EvidenceError, read_evidence
+from chaos.run.evidence import EvidenceError, read_evidence
 from chaos.run.files import write_atomic
+from chaos.run.layout import (
+    ASSETS_DIR,
+    AUDIT_NAME,
+    EVIDENCE_NAME,
+    HISTORY_DIR,
+    INDEX_NAME,
+    LOGS_DIR,
+    PAGE_NAME,
+    SCENARIO_NAME,
+    SUMMARY_NAME,
+)
 
 if TYPE_CHECKING:
     import jinja2
@@ -55,11 +57,8 @@ if TYPE_CHECKING:
     from chaos.run.evidence import Check, Evidence
     from chaos.run.terms import Verdict
 
-PAGE_NAME: Final = "report.html"
-SUMMARY_NAME: Final = "report.json"
-INDEX_NAME: Final = "index.html"
 MAX_RUN_DEPTH: Final = 5
-_SKIP_DIRS: Final = frozenset({"history", "logs", ASSETS_DIR, "__pycache__"})
+_SKIP_DIRS: Final = frozenset({HISTORY_DIR, LOGS_DIR, ASSETS_DIR, "__pycache__"})
 
 
 @dataclass(frozen=True)
@@ -264,9 +263,9 @@ def reproduce_command(info: ScenarioInfo | None, context: RunContext | None) -> 
 
 def replay_command(run_dir: Path) -> str | None:
     """``chaos replay RUN_DIR`` for a run that ran a fault plan (it left ``plan.json``), else None."""
-    from chaos.faults.plan import PLAN_FILE
+    from chaos.run.layout import PLAN_NAME
 
-    if not (run_dir / PLAN_FILE).is_file():
+    if not (run_dir / PLAN_NAME).is_file():
         return None
     return shlex.join([".venv/bin/chaos", "replay", str(run_dir)])
 
@@ -455,7 +454,7 @@ def build_page(
     else:
         history_error = f"nothing under {path.name}/history/"
 
-    log_dir = path / (info.log_dir if info is not None else "logs")
+    log_dir = path / (info.log_dir if info is not None else LOGS_DIR)
     logs = log_files(log_dir)
     symptoms: tuple[ExpectedSymptom, ...] = info.expected_symptoms if info is not None else ()
     spans = timeline.faults if timeline is not None else ()
@@ -724,7 +723,8 @@ def load_summary(run_dir: Path) -> RunSummary:
 def gate_banner(root: Path) -> dict[str, Any] | None:
     """What the index's gate banner shows, from ``<root>/gate.json`` (a gate run's output directory);
     ``None`` when there is none."""
-    from chaos.gate.report import GATE_MD_NAME, GateReportError, read_gate
+    from chaos.gate.report import GateReportError, read_gate
+    from chaos.run.layout import GATE_MD_NAME
 
     try:
         report = read_gate(root)

@@ -22,9 +22,9 @@ from typing import Any, Final, Literal, get_args
 
 from chaos.errors import ChaosError
 from chaos.run.files import RunFileError, read_json_object, write_atomic
+from chaos.run.layout import EVIDENCE_NAME
 from chaos.run.terms import Verdict
 
-EVIDENCE_NAME: Final = "evidence.json"
 EVIDENCE_FORMAT: Final = 1
 CheckKind = Literal["symptom", "precondition"]
 CHECK_KINDS: Final[tuple[str, ...]] = get_args(CheckKind)

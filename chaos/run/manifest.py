@@ -20,9 +20,9 @@ from typing import Any, Final, Literal, get_args
 
 from chaos.run.events import ISOLATION_LEVELS
 from chaos.run.files import RunFileError, read_json_object, write_atomic
+from chaos.run.layout import LOGS_DIR, SCENARIO_NAME
 from chaos.run.terms import VERDICTS
 
-SCENARIO_NAME: Final = "scenario.json"
 SCENARIO_FORMAT: Final = 1
 
 Scalar = str | int | float | bool | None
@@ -336,7 +336,7 @@ class ScenarioInfo:
     group_isolation: GroupIsolation | None = None
     nodeid: str | None = None
     command: str | None = None
-    log_dir: str = "logs"
+    log_dir: str = LOGS_DIR
     started_ts: float | None = None
     ended_ts: float | None = None
     outcome: str | None = None

@@ -44,8 +44,6 @@ from chaos.gate.gatefile import (
 )
 from chaos.gate.lint import LintResult
 from chaos.gate.report import (
-    GATE_MD_NAME,
-    JUNIT_NAME,
     Attempt,
     Calibration,
     CaseResult,
@@ -57,6 +55,7 @@ from chaos.gate.report import (
     write_gate,
 )
 from chaos.gate.thresholds import measure
+from chaos.run.layout import GATE_MD_NAME, JUNIT_NAME, PAGE_NAME
 from chaos.run.manifest import ThresholdResult, read_scenario, write_scenario
 from chaos.scenario.api import GATE_PLUGIN
 from chaos.scenario.model import Scenario, Setting, Variant
@@ -405,7 +404,7 @@ class GateCase:
             measured=measured,
             reasons=_reasons(result) if result.verdict == "unknown" else (),
             own_checks=(own[0],) if own is not None and cut_short is None else (),
-            report=self.session.relative(result.run_dir / "report.html"),
+            report=self.session.relative(result.run_dir / PAGE_NAME),
             seconds=time.monotonic() - started,
             cut_short=cut_short,
             measures=observe(result.audit.facts, result.events),

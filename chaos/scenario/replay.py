@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.faults.plan import PLAN_FILE, RESOLVED_PLAN_FILE, Plan
+from chaos.faults.plan import RESOLVED_PLAN_FILE, Plan
+from chaos.run.layout import PLAN_NAME
 from chaos.run.manifest import read_scenario
 from chaos.scenario.model import Scenario, ScenarioError
 from chaos.scenario.registry import find, pytest_args
@@ -53,11 +54,11 @@ class Replay:
 def plan_file(run_dir: Path) -> Path:
     """The plan a replay of ``run_dir`` runs: ``plan.resolved.json``, else (a run that did not end)
     ``plan.json``; :class:`ScenarioError` when the run ran no plan."""
-    for name in (RESOLVED_PLAN_FILE, PLAN_FILE):
+    for name in (RESOLVED_PLAN_FILE, PLAN_NAME):
         if (run_dir / name).is_file():
             return run_dir / name
     raise ScenarioError(
-        f"{run_dir} has no {PLAN_FILE}: only a run whose scenario ran a fault plan (RN1, `chaos run RANDOM`, "
+        f"{run_dir} has no {PLAN_NAME}: only a run whose scenario ran a fault plan (RN1, `chaos run RANDOM`, "
         "or a scenario calling run.nemesis()) can be replayed; give that run's directory"
     )
 

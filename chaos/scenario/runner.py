@@ -33,10 +33,11 @@ from chaos.cluster.introspect import GROUP_SESSION_CONFIG, POLICY_CONFIGS
 from chaos.faults.base import Fault, FaultLog, FaultRecord
 from chaos.faults.heal import heal_faults, not_healed
 from chaos.faults.nemesis import Nemesis
-from chaos.faults.plan import PLAN_FILE, RESOLVED_PLAN_FILE, RUN_GROUP, RUN_TOPIC, Plan, generate_plan
+from chaos.faults.plan import RESOLVED_PLAN_FILE, RUN_GROUP, RUN_TOPIC, Plan, generate_plan
 from chaos.history import ClientLog, Event, Recorder
 from chaos.run.events import Isolation, LogStart, TopicPolicy
 from chaos.run.files import write_atomic
+from chaos.run.layout import LOGS_DIR, PLAN_NAME
 from chaos.run.manifest import ScenarioInfo, TopicInfo, write_scenario
 from chaos.scenario import waits
 from chaos.scenario.bridge import fault_event
@@ -547,7 +548,7 @@ class ScenarioRun(RunWorkers):
                 "generate it with run.plan() or brokers=len(run.cluster.brokers)"
             )
         self._plan = plan
-        write_atomic(self.dir / PLAN_FILE, plan.to_json())
+        write_atomic(self.dir / PLAN_NAME, plan.to_json())
         self._update(plan=plan.to_data())
         self.note(
             f"nemesis: plan of seed {plan.seed}, {len(plan.steps)} faults over {plan.duration_s:.0f} s "
@@ -617,7 +618,7 @@ class ScenarioRun(RunWorkers):
         if spec.id == "header:chaos-id" and self.traffic is None:
             self.traffic = Traffic()
         binding = Binding(self.bootstrap, input_topic, self.topic, spec.group or f"svc-{self.run_id}")
-        service = Service(spec, binding, self.dir / "logs", self.cluster, self.run_id, note=self.note)
+        service = Service(spec, binding, self.dir / LOGS_DIR, self.cluster, self.run_id, note=self.note)
         self.note(f"service {spec.describe()}: {input_topic} -> {self.topic}, group {binding.group}")
         self.on_close(service.close)
         return service.start() if start else service

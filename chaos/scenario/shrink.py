@@ -32,7 +32,7 @@ from typing import Final
 from chaos.faults.plan import FaultStep, Plan
 from chaos.faults.targets import describe_target
 from chaos.run.files import write_atomic
-from chaos.run.manifest import SCENARIO_NAME
+from chaos.run.layout import PLAN_NAME, SCENARIO_NAME
 from chaos.scenario.model import ScenarioError
 from chaos.scenario.replay import Replay
 
@@ -203,7 +203,7 @@ def pytest_replayer(again: Replay, timeout_margin_s: float = 900.0) -> Replayer:
 
     def replay(plan: Plan, out: Path) -> Outcome:
         out.mkdir(parents=True, exist_ok=True)
-        plan_file = write_atomic(out / "plan.json", plan.to_json())
+        plan_file = write_atomic(out / PLAN_NAME, plan.to_json())
         args = replace(again, plan_file=plan_file, plan=plan, out=out).pytest_args()
         with (out / "pytest.log").open("w") as log:
             try:

@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 import pytest
 
-from chaos.faults.plan import PLAN_FILE, RESOLVED_PLAN_FILE, RUN_GROUP, RUN_TOPIC, FaultStep, Plan
+from chaos.faults.plan import RESOLVED_PLAN_FILE, RUN_GROUP, RUN_TOPIC, FaultStep, Plan
 from chaos.faults.targets import ActiveController, CoordinatorOf, FollowerOf, LeaderOf
+from chaos.run.layout import PLAN_NAME
 from chaos.scenario import ScenarioResult, ScenarioRun, find, views
 
 pytestmark = pytest.mark.integration
@@ -62,7 +63,7 @@ def test_a_replayed_plan_hits_the_same_brokers_in_the_same_order(
     scenario = find("RN1")
     first = scenario_run(scenario, "remediated", replay=PLAN)
     first_result, first_faults = _run(first)
-    assert Plan.read(first.dir / PLAN_FILE) == PLAN
+    assert Plan.read(first.dir / PLAN_NAME) == PLAN
     resolved = Plan.read(first.dir / RESOLVED_PLAN_FILE)
     assert len(first_faults) == len(resolved.steps) >= 4  # a step may be skipped: its broker already hit
     by_kind = {s.kind: s.target for s in resolved.steps}

@@ -13,13 +13,12 @@ from typing import Any
 
 import pytest
 
-from chaos.audit.auditfile import AUDIT_NAME
 from chaos.cluster import images
 from chaos.cluster.images import Role, Source, ensure_images, pull_official
 from chaos.cluster.images.local import ROLE_IMAGE
 from chaos.errors import ImagePullFailed
 from chaos.history.files import RunDir
-from chaos.run.manifest import SCENARIO_NAME
+from chaos.run.layout import AUDIT_NAME, SCENARIO_NAME
 
 # --- chaos audit -------------------------------------------------------------------------------------------
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from chaos.errors import ConfigError
-from chaos.faults.plan import PLAN_FILE, RESOLVED_PLAN_FILE, FaultStep, Plan
+from chaos.faults.plan import RESOLVED_PLAN_FILE, FaultStep, Plan
 from chaos.run.durations import parse_duration
+from chaos.run.layout import PLAN_NAME
 from chaos.run.manifest import ScenarioInfo, write_scenario
 from chaos.scenario import ScenarioDefinitionError, ScenarioError, ScenarioRun, Variant, find
 from chaos.scenario.replay import replay_of
@@ -47,7 +48,7 @@ def _run_dir(tmp_path: Path, scenario_id: str = "random[remediated]", *plans: st
 
 
 def test_a_replay_runs_the_resolved_plan_with_the_runs_settings(tmp_path: Path) -> None:
-    run = _run_dir(tmp_path, "random[remediated]", PLAN_FILE, RESOLVED_PLAN_FILE)
+    run = _run_dir(tmp_path, "random[remediated]", PLAN_NAME, RESOLVED_PLAN_FILE)
     again = replay_of(run)
     assert (again.scenario.case_id, again.variant, again.seed, again.profile) == (
         "RN1",
@@ -73,16 +74,16 @@ def test_a_replay_runs_the_resolved_plan_with_the_runs_settings(tmp_path: Path) 
 
 
 def test_a_run_that_did_not_end_replays_its_drawn_plan(tmp_path: Path) -> None:
-    run = _run_dir(tmp_path, "random[remediated]", PLAN_FILE)
-    assert replay_of(run).plan_file.name == PLAN_FILE
+    run = _run_dir(tmp_path, "random[remediated]", PLAN_NAME)
+    assert replay_of(run).plan_file.name == PLAN_NAME
 
 
 @pytest.mark.parametrize(
     ("scenario_id", "plans", "match"),
     [
         ("random[remediated]", (), "only a run whose scenario ran a fault plan"),
-        ("random[gate]", (PLAN_FILE,), "is a gate run"),
-        ("random", (PLAN_FILE,), "names no catalog case and variant"),
+        ("random[gate]", (PLAN_NAME,), "is a gate run"),
+        ("random", (PLAN_NAME,), "names no catalog case and variant"),
     ],
 )
 def test_what_cannot_be_replayed_says_why(

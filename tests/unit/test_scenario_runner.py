@@ -16,16 +16,9 @@ from chaos.cluster.cluster import KafkaCluster
 from chaos.cluster.images.catalog import ImageSet
 from chaos.errors import ConfigError, FaultError
 from chaos.faults.base import Fault, FaultLog, FaultRecord
-from chaos.faults.plan import (
-    PLAN_FILE,
-    RESOLVED_PLAN_FILE,
-    RUN_GROUP,
-    RUN_TOPIC,
-    FaultStep,
-    Plan,
-    generate_plan,
-)
+from chaos.faults.plan import RESOLVED_PLAN_FILE, RUN_GROUP, RUN_TOPIC, FaultStep, Plan, generate_plan
 from chaos.history import ClientLog, FaultEvent, read_events
+from chaos.run.layout import PLAN_NAME
 from chaos.run.manifest import read_scenario
 from chaos.scenario import Scenario, ScenarioError, ScenarioRun, Variant, fault_event, views
 
@@ -343,7 +336,7 @@ def test_the_run_runs_a_seeded_plan_into_its_history_and_heals_at_its_end(
     assert info is not None
     assert info.plan is not None
     assert Plan.from_json(json.dumps(dict(info.plan))) == plan
-    assert (run.dir / PLAN_FILE).read_text() == plan.to_json()
+    assert (run.dir / PLAN_NAME).read_text() == plan.to_json()
     # what ran, aimed at the brokers it hit (each Marker resolves to broker 2): what `chaos replay` runs
     resolved = Plan.read(run.dir / RESOLVED_PLAN_FILE)
     assert [(s.kind, s.target) for s in resolved.steps] == [("crash", 2), ("pause", 2)]
