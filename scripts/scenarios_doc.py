@@ -9,7 +9,7 @@ markup; the reverse would mean parsing Markdown into Python source. The page's f
 the verdict and evidence rules, the table of cases) is ``scripts/scenarios_doc_head.md``.
 
 ``python scripts/scenarios_doc.py`` writes the page; ``--check`` exits 1 when the committed page differs
-from what it would write (``tests/unit/test_scenarios_doc.py`` checks the same).
+from what it would write (``tests/unit/scenario/test_scenarios_doc.py`` checks the same).
 """
 
 from __future__ import annotations

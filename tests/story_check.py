@@ -1,7 +1,8 @@
 """A report's "What happened" read back against its run's audit: every anomaly count the story names is the
 audit's, and every partition, count and offset range its "where" sentence names is one of the anomaly's
-per-partition ranges (``AnomalyReport.ranges``). Used on synthetic stories (tests/unit/test_report_story.py)
-and on every page of a real report tree (tests/integration/test_report_browser.py)."""
+per-partition ranges (``AnomalyReport.ranges``). Used on synthetic stories
+(tests/unit/report/test_report_story.py) and on every page of a real report tree
+(tests/integration/test_report_browser.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ toxic did not, so the run, which lost nothing, is ``unknown`` (a fault had no ob
 ``pass``, with the idle toxic named in its reason; the heal events in the history carry every measure.
 (A cut of the leader from its own replication port is not reliably idle: on the shared cluster the
 leader sent it 2 packets once — transaction markers and other requests go through that listener — so the
-idle cut is covered by tests/unit/test_fault_heal.py, where the counters are the fake's.)
+idle cut is covered by tests/unit/faults/test_fault_heal.py, where the counters are the fake's.)
 """
 
 from __future__ import annotations

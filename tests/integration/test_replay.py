@@ -7,7 +7,7 @@ it leaves ``plan.json`` (as given) and ``plan.resolved.json`` (what ran, each st
 hit). A second run of the same variant, given the resolved plan as ``replay`` (what ``chaos replay`` passes
 with ``--chaos-plan``), records a history whose injected faults — kind and brokers, in order — equal the
 first run's. (``chaos replay`` itself starts a pytest session with a cluster of its own, which this
-session's cluster must not run beside: its command line is covered by tests/unit/test_replay.py.)
+session's cluster must not run beside: its command line is covered by tests/unit/scenario/test_replay.py.)
 """
 
 from __future__ import annotations

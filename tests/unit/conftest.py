@@ -23,8 +23,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "chaos-ci"))
 @pytest.fixture(autouse=True)
 def _no_background_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pytester sessions of these tests run in this process: the plugin's background start would
-    launch a JVM for each one that selects a scenario run (tests/unit/test_plugin_options.py checks the
-    decision; tests/unit/test_spark_stop.py the start and the stop)."""
+    launch a JVM for each one that selects a scenario run (tests/unit/plugin/test_plugin_options.py checks the
+    decision; tests/unit/audit/test_spark_stop.py the start and the stop)."""
     import chaos.audit.spark
 
     monkeypatch.setattr(chaos.audit.spark, "start_in_background", lambda master: None)
