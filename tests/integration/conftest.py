@@ -3,8 +3,8 @@
 They test the cluster, the faults and the workload; the audit's two engines are proven equal by the unit
 property tests (tests/unit/audit/test_audit_properties.py and its siblings, Spark against the reference),
 and Spark audits real runs in the catalog's scenarios (``make chaos``; in ``make test`` ISR2's vulnerable
-run) and on a standalone Spark cluster (test_spark_standalone.py). A Spark audit costs ≈ 12–30 s per small run on this
-2-core machine (docs/audit.md, "Per-run cost"); these ~25 runs would add ≈ 8 min to ``make test``.
+run) and on a standalone Spark cluster (test_spark_standalone.py). A Spark audit costs ≈ 12–30 s per small
+run on a 2-core machine (docs/audit.md, "Per-run cost"); these ~25 runs would add ≈ 8 min to ``make test``.
 A test here may still ask for Spark: ``scenario_run(SCENARIO, variant, engine="spark")``.
 """
 
