@@ -342,7 +342,7 @@ def test_the_check_is_fast() -> None:
     check = check_clients(gate(producer, consumer))
     elapsed = time.monotonic() - started
     assert [s.key for p in check.problems for s in p.settings] == ["acsk"]
-    assert elapsed < 1.0, f"the librdkafka check took {elapsed:.2f} s"
+    assert elapsed < 5.0, f"the librdkafka check took {elapsed:.2f} s (it contacts no broker)"
 
 
 # --- the log policy and the traffic -------------------------------------------------------------------------

@@ -71,8 +71,8 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
     os.kill(child.pid, signal.SIGKILL)
     child.join(10)
     started = time.monotonic()
-    with locked(path, timeout_s=5):
-        assert time.monotonic() - started < 1
+    with locked(path, timeout_s=10):
+        assert time.monotonic() - started < 5  # at once, not after the timeout
     assert path.exists()  # lock files stay: deleting one could let two holders in
 
 

@@ -329,7 +329,7 @@ def test_on_a_transactional_topic_the_wait_returns_once_the_last_committed_recor
         timeout_s=10,
         targets=last_offsets,
     )
-    assert took < 1.0
+    assert took < 5.0  # at once, not after the 10-s budget
     assert len(calls) == 2, "read, then read again once the group reached them"
     assert 8 < calls[0] <= 10, "the targets get what is left of the budget"
 

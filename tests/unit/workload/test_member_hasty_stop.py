@@ -45,7 +45,7 @@ def test_a_hasty_stop_leaves_a_stuck_member_after_its_short_grace(stuck: threadi
     started = time.monotonic()
     with pytest.raises(WorkloadError, match="interrupted: left to the process's exit"):
         worker.stop(hasty=True)
-    assert HASTY_CLOSE_S <= time.monotonic() - started < HASTY_CLOSE_S + 1.0
+    assert HASTY_CLOSE_S <= time.monotonic() - started < HASTY_CLOSE_S + 8.0  # not the default 30 s
     assert worker.running  # abandoned, not killed: a daemon thread ends with the process
     stuck.set()
 
