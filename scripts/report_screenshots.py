@@ -4,8 +4,7 @@ screenshots`` runs L2's ``vulnerable`` variant first).
 Usage: ``python scripts/report_screenshots.py TREE OUT_DIR`` — the newest ``report.html`` under ``TREE``
 (a ``CHAOS_REPORT_DIR``) is shot in three parts: the banner and its story (``report-story.png``), the
 first anomaly's examples (``report-examples.png``) and the fault windows with the first chart
-(``report-charts.png``). Prints each part's
-height in pixels (the page at 1280 x 900).
+(``report-charts.png``). Prints each part's height in pixels (the page at 1280 x 900).
 """
 
 from __future__ import annotations
@@ -16,15 +15,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser import chromium  # noqa: E402
+from tests.browser import chromium, section_end  # noqa: E402
 
 PARTS = (
     ("report-story.png", "#verdict", "#scenario"),
-    ("report-examples.png", "h3[id^='examples-']", "h3[id^='examples-'] ~ h3, #availability"),
+    ("report-examples.png", "h3[id^='examples-']", None),
     ("report-charts.png", "#timeline", "#chart-latency"),
 )
-"""Each file, from the top of one element to the top of another: the banner and the story, the first
-anomaly's examples, the fault windows and the first chart."""
+"""Each file, from the top of one element to the top of another (``None``: the section that element's
+heading opens): the banner and the story, the first anomaly's examples, the fault windows and the first
+chart."""
 
 
 def main(tree: Path, out: Path) -> int:
@@ -40,8 +40,9 @@ def main(tree: Path, out: Path) -> int:
             if not page.evaluate(f"document.querySelector({start!r}) !== null"):
                 print(f"{name}: {page_path} has no {start}; not taken")
                 continue
-            height = page.element_screenshot(start, out / name, until=until)
-            print(f"{out / name}: {height:.0f} px high (from {start} to {until}, of {page_path})")
+            end = until or section_end(start)
+            height = page.element_screenshot(start, out / name, until=end)
+            print(f"{out / name}: {height:.0f} px high (from {start} to {end}, of {page_path})")
     return 0
 
 

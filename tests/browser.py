@@ -32,6 +32,11 @@ FLAGS = (
 )
 
 
+def section_end(heading: str) -> str:
+    """A selector for the heading that ends the section ``heading`` (a selector) opens: the next h2 or h3."""
+    return f"{heading} ~ h2, {heading} ~ h3"
+
+
 class Page:
     """One Chromium page over the DevTools protocol: navigate, evaluate, collect console errors."""
 
@@ -95,9 +100,12 @@ class Page:
             mobile=False,
         )
         time.sleep(0.5)  # let responsive charts settle at the new size
-        shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
-        target.write_bytes(base64.b64decode(shot["data"]))
+        self._capture(target)
         self.call("Emulation.clearDeviceMetricsOverride")
+
+    def section(self, heading: str) -> tuple[float, float]:
+        """:meth:`span` of the section a heading (``heading``, a selector) opens: to the next heading."""
+        return self.span(heading, section_end(heading))
 
     def span(self, selector: str, until: str | None = None) -> tuple[float, float]:
         """``(top, bottom)`` in page pixels: from the top of the first element ``selector`` matches down to
@@ -117,10 +125,13 @@ class Page:
     def element_screenshot(self, selector: str, target: Path, *, until: str | None = None) -> float:
         """:meth:`span` ``(selector, until)``, 1280 px wide, as a PNG; returns its height in px."""
         top, bottom = self.span(selector, until)
-        clip = {"x": 0, "y": top, "width": 1280, "height": max(bottom - top, 1.0), "scale": 1}
-        shot = self.call("Page.captureScreenshot", format="png", clip=clip, captureBeyondViewport=True)
+        height = max(bottom - top, 1.0)
+        self._capture(target, clip={"x": 0, "y": top, "width": 1280, "height": height, "scale": 1})
+        return height
+
+    def _capture(self, target: Path, **params: Any) -> None:
+        shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, **params)
         target.write_bytes(base64.b64decode(shot["data"]))
-        return float(clip["height"])
 
     def close(self) -> None:
         self.ws.close()

@@ -481,6 +481,11 @@ class Consumption:
         """The longest stall of any input partition of a service (ties as :meth:`longest_gap`)."""
         return _longest(self.service_gaps)
 
+    def longest_stall(self) -> ConsumeGap | None:
+        """The longest stall of the group's partitions and a service's input partitions together (ties as
+        :meth:`longest_gap`): the consumer side's worst figure."""
+        return _longest((*self.gaps, *self.service_gaps))
+
     def longest_handover(self) -> Handover | None:
         """The longest handover of any partition (ties: the earliest, then by topic and partition)."""
         return min(

@@ -350,8 +350,11 @@ def reference_audit(
         expired=sum(n for (_, _, why), n in removed.items() if why == "expired"),
         compacted=sum(n for (_, _, why), n in removed.items() if why == "compacted"),
     )
-    e2e = _e2e_samples(txn.available, deliveries)
-    consumer = _consumption(txn.available, deliveries, leaves, max(group_monos, default=None), e2e)
+    first_delivery = _first_deliveries(deliveries)
+    e2e = _e2e_samples(txn.available, first_delivery)
+    consumer = _consumption(
+        txn.available, deliveries, leaves, max(group_monos, default=None), e2e, first_delivery
+    )
     availability = _availability(history, faults, e2e, consumer)
     return AuditFacts(
         run_id, anomalies, availability, totals, tuple(sorted(set(problems))), log_policies.removals(removed)
@@ -664,7 +667,7 @@ def _send_order(
 
 
 def _e2e_samples(
-    available: list[Available], deliveries: list[tuple[int, Delivery]]
+    available: list[Available], first_delivery: Mapping[str, tuple[float, int]]
 ) -> list[tuple[float, float]]:
     """End-to-end latency per delivered value: ``(available mono, ms)`` — from the earliest time one of its
     sends became readable by the group to its first delivery (by ``mono``)."""
@@ -672,16 +675,21 @@ def _e2e_samples(
     for v, _, mono, _ in available:
         if v not in first_available or mono < first_available[v]:
             first_available[v] = mono
-    first_delivery: dict[str, float] = {}
-    for _, d in deliveries:
-        got = d.value_id
-        if got is not None and (got not in first_delivery or d.mono < first_delivery[got]):
-            first_delivery[got] = d.mono
     return [
         (first_available[v], (m - first_available[v]) * 1000.0)
-        for v, m in first_delivery.items()
+        for v, (m, _) in first_delivery.items()
         if v in first_available
     ]
+
+
+def _first_deliveries(deliveries: list[tuple[int, Delivery]]) -> dict[str, tuple[float, int]]:
+    """Per delivered value its first delivery's ``(mono, index)``."""
+    first: dict[str, tuple[float, int]] = {}
+    for index, d in deliveries:
+        v = d.value_id
+        if v is not None and (v not in first or (d.mono, index) < first[v]):
+            first[v] = (d.mono, index)
+    return first
 
 
 def _consumption(
@@ -690,6 +698,7 @@ def _consumption(
     leaves: list[tuple[int, Rebalance]],
     horizon: float | None,
     e2e: list[tuple[float, float]],
+    first_delivery: Mapping[str, tuple[float, int]],
 ) -> Consumption:
     """The consumer side (docs/audit.md, "Consumer side"), per partition the group delivered from, and per
     input partition of a service its stalls."""
@@ -730,7 +739,7 @@ def _consumption(
         _stats([ms for _, ms in e2e]),
         _lag_series(rows, horizon),
         tuple(handovers),
-        _service_gaps(available, deliveries, set(rows), horizon),
+        _service_gaps(available, first_delivery, set(rows), horizon),
     )
 
 
@@ -759,25 +768,20 @@ def _longest_stall(topic: str, partition: int, of_partition: list[_Row], horizon
 
 def _service_gaps(
     available: list[Available],
-    deliveries: list[tuple[int, Delivery]],
+    first_delivery: Mapping[str, tuple[float, int]],
     read: set[tuple[str, int]],
     horizon: float,
 ) -> tuple[ConsumeGap, ...]:
     """Per input partition of a service — readable, read by no recorded group (not in ``read``), its values
     delivered from another topic — the longest stall, a readable record counting as processed at its
     value's first delivery (docs/audit.md, "A service's input")."""
-    first: dict[str, tuple[float, int]] = {}
-    for index, d in deliveries:
-        v = d.value_id
-        if v is not None and (v not in first or (d.mono, index) < first[v]):
-            first[v] = (d.mono, index)
     rows: dict[tuple[str, int], list[_Row]] = defaultdict(list)
     for v, (topic, partition, offset), mono, index in available:
         if (topic, partition) in read:
             continue
         rows[(topic, partition)].append((mono, index, 0, offset, None))
-        if v in first:
-            rows[(topic, partition)].append((*first[v], 1, offset, None))
+        if v in first_delivery:
+            rows[(topic, partition)].append((*first_delivery[v], 1, offset, None))
     gaps = []
     for (topic, partition), of_partition in sorted(rows.items()):
         of_partition.sort(key=lambda r: r[:4])

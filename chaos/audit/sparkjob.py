@@ -1322,7 +1322,6 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
         .over(in_topic.rowsBetween(Window.unboundedPreceding, -1)).alias("prev_counted_di"),
         F.count(F.when(counted, 1)).over(whole).alias("n_counted"),
         F.min(F.col("readable.mono")).over(whole).alias("first_readable"),
-        F.min(F.when(src == _DELIVERY, F.col("mono"))).over(whole).alias("first_delivered"),
         F.min(F.when(src == _DELIVERY, F.struct(F.col("mono").alias("mono"), F.col("di").alias("di"))))
         .over(whole).alias("first_d"),
         F.max(F.when(is_invoke, send_acked)).over(whole).alias("any_acked"),
@@ -1459,8 +1458,8 @@ def _emitted(F: Any, Window: Any, control: DataFrame, v: DataFrame, options: Aud
             (F.col("ack.offset"), "av_offset"), (F.col("readable.mono"), "av_mono"),
             (F.col("readable.index"), "av_index"), (F.col("first_d.mono"), "fd_mono"),
             (F.col("first_d.di"), "fd_index"))),
-        F.when(first_row & F.col("first_delivered").isNotNull(), F.col("first_readable")).alias("e2e_mono"),
-        F.when(first_row, (F.col("first_delivered") - F.col("first_readable")) * F.lit(1000.0))
+        F.when(first_row & F.col("first_d").isNotNull(), F.col("first_readable")).alias("e2e_mono"),
+        F.when(first_row, (F.col("first_d.mono") - F.col("first_readable")) * F.lit(1000.0))
         .alias("e2e_ms"),
         *(F.when(is_invoke & F.col("ack").isNotNull(), c).alias(n) for c, n in (
             (F.col("ack.topic"), "sd_topic"), (F.col("ack.partition"), "sd_partition"),
@@ -1749,13 +1748,19 @@ def _consumer(
     )
     where = ["run_id", "topic", "partition"]
     delivered = deliveries.select(*where).distinct()
-    readable = (
+    # every readable record; on a service's input partitions (read by no recorded group: ``read`` null) each
+    # is also processed at its value's first delivery, walked like a delivery under the owner id -1
+    available = (
         per_value.where(F.col("av_topic").isNotNull())
         .select("run_id", F.col("av_topic").alias("topic"), F.col("av_partition").alias("partition"),
                 F.col("av_offset").alias("offset"), F.col("av_mono").alias("mono"),
-                F.col("av_index").alias("index"))
-        .join(F.broadcast(delivered), where, "left_semi")
-        .withColumn("is_d", F.lit(False))
+                F.col("av_index").alias("index"), "fd_mono", "fd_index")
+        .join(F.broadcast(delivered.withColumn("read", F.lit(True))), where, "left")
+    )  # fmt: skip
+    readable = available.select(*where, "offset", "mono", "index", F.lit(False).alias("is_d"))
+    processed = available.where(F.col("read").isNull() & F.col("fd_mono").isNotNull()).select(
+        *where, "offset", F.col("fd_mono").alias("mono"), F.col("fd_index").alias("index"),
+        F.lit(-1).alias("oid"), F.lit(True).alias("is_d"),
     )  # fmt: skip
     # deliveries carry their owner's id, not its two strings, into the walk's shuffle and sort (measured
     # at 10M records: the strings, and a window aggregate over a struct, cost a third of the walk)
@@ -1772,22 +1777,7 @@ def _consumer(
         & F.col("member").eqNullSafe(F.col("o_member")),
     ).select(*where, "offset", "mono", "index", "oid", F.lit(True).alias("is_d"))
     # the grid's columns join after the walk's sort, not before: its shuffle carries only the rows' own
-    rows = readable.unionByName(owned, allowMissingColumns=True)
-    # a service's input partitions (read by no recorded group): its readable records, each processed at
-    # its value's first delivery, walked like the group's partitions under the owner id -1
-    service = per_value.where(F.col("av_topic").isNotNull()).select(
-        "run_id", F.col("av_topic").alias("topic"), F.col("av_partition").alias("partition"),
-        F.col("av_offset").alias("offset"), "av_mono", "av_index", "fd_mono", "fd_index",
-    ).join(F.broadcast(delivered), where, "left_anti")  # fmt: skip
-    processed = service.where(F.col("fd_mono").isNotNull()).select(
-        *where, "offset", F.col("fd_mono").alias("mono"), F.col("fd_index").alias("index"),
-        F.lit(-1).alias("oid"), F.lit(True).alias("is_d"),
-    )  # fmt: skip
-    walked_rows = rows.unionByName(
-        service.select(*where, "offset", F.col("av_mono").alias("mono"), F.col("av_index").alias("index"),
-                       F.lit(False).alias("is_d")),
-        allowMissingColumns=True,
-    ).unionByName(processed)  # fmt: skip
+    rows = readable.unionByName(owned, allowMissingColumns=True).unionByName(processed)
     horizons = F.broadcast(grid.select("run_id", "horizon"))
     is_d, offset, mono = F.col("is_d"), F.col("offset"), F.col("mono")
     order = ("mono", "index", "is_d", "offset")  # a total order: an index or an offset tells rows apart
@@ -1812,7 +1802,7 @@ def _consumer(
     def previous(column: str) -> Any:  # the previous delivery's, one column at a time: a struct costs more
         return F.last(F.when(is_d, F.col(column)), ignorenulls=True).over(before).alias(f"prev_{column}")
 
-    walked = walked_rows.select(
+    walked = rows.select(
         *where, "is_d", "mono", "index", "oid",
         ((done_upto >= 0) & (read_upto > done_upto)).alias("waits"),
         ((done_before >= 0) & (read_before > done_before)).alias("waited"),

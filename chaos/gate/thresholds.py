@@ -135,8 +135,7 @@ def _consumer_side(name: str, limit: float, facts: AuditFacts, delivered: bool) 
     if not delivered:
         return "no consumer group consumes in the case (no delivery)"
     if name == "max_consume_gap_s":  # the group's own stalls, and a service's input's (docs/audit.md)
-        found = [g for g in (consumer.longest_gap(), consumer.longest_service_gap()) if g is not None]
-        gap = max(found, key=lambda g: g.gap_s, default=None)
+        gap = consumer.longest_stall()
         if gap is None:  # the group delivered, and no record ever waited beyond its position
             return Measurement(name, limit, 0.0, "whole run")
         where = f"{gap.topic}-{gap.partition}" + ("" if gap.resumed else ", never resumed")

@@ -248,17 +248,10 @@ def _worst_availability(facts: AuditFacts, spans: Sequence[FaultSpan], mono0: fl
     from chaos.report.timeline import faults_during
 
     av = facts.availability
-    stalls = [
-        (gap, kind)
-        for gap, kind in (
-            (av.consumer.longest_gap(), "a consume stall"),
-            (av.consumer.longest_service_gap(), "a stall of the service's input"),
-        )
-        if gap is not None
-    ]
-    gap, kind = max(stalls, key=lambda s: s[0].gap_s, default=(None, ""))
+    gap = av.consumer.longest_stall()
     outage = av.longest_outage_s
     if gap is not None and (outage is None or gap.gap_s > outage):
+        kind = "a stall of the service's input" if gap in av.consumer.service_gaps else "a consume stall"
         what = f"{kind} of {gap.gap_s:.1f} s on {gap.topic}-{gap.partition}"
         start, end = gap.start_mono, gap.end_mono
     elif outage is not None:

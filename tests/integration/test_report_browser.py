@@ -99,13 +99,6 @@ OVERLAPPING_LABELS = """[...document.querySelectorAll('.chart')].map(chart => {
    })"""
 """Per chart of the page, how many visible window labels touch another one."""
 
-EXAMPLE_HEIGHTS = """Object.fromEntries([...document.querySelectorAll("h3[id^='examples-']")].map(h => {
-     let next = h.nextElementSibling;
-     while (next && !/^H[23]$/.test(next.tagName)) next = next.nextElementSibling;
-     const bottom = next ? next.getBoundingClientRect().top : h.parentElement.getBoundingClientRect().bottom;
-     return [h.id, bottom - h.getBoundingClientRect().top];
-   }))"""
-"""Per anomaly with examples, the height in px of its examples section (its heading to the next one)."""
 SCREEN_PX = 900
 """The browser window's height (``--window-size``): one screen."""
 
@@ -207,7 +200,8 @@ def test_every_page_of_a_real_tree_draws_every_chart(page: Page) -> None:
         )
         rendered = page.evaluate("document.body.getAttribute('data-charts-rendered')")
         overlaps = page.evaluate(OVERLAPPING_LABELS)
-        heights = page.evaluate(EXAMPLE_HEIGHTS)
+        headings = page.evaluate("[...document.querySelectorAll(\"h3[id^='examples-']\")].map(h => h.id)")
+        heights = {h: bottom - top for h in headings for top, bottom in [page.section(f"#{h}")]}
         tallest = max([tallest, *((h, report.parent.name, a) for a, h in heights.items())])
         story = page.evaluate("(document.querySelector('#story') || {}).innerText || ''")
         sentences = page.evaluate(

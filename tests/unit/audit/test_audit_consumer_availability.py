@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -915,9 +916,13 @@ def test_spark_agrees_with_the_reference_on_consumer_worlds_and_generated_runs(
         case.options = options(RC)
         by_level[RC].append((run_id, case))
 
+    services = itertools.count()
+
     @settings(max_examples=40)
     @given(plan=consumer_plans())
     def collect_service(plan: ConsumerPlan) -> None:
+        # the levels in turn, so that each gets half the service worlds whatever the draws
+        plan = dataclasses.replace(plan, isolation=(RC, RU)[next(services) % 2])
         of_level = by_level[plan.isolation]
         run_id = f"s{plan.isolation[5]}{len(of_level)}"
         of_level.append((run_id, through_a_service(world(plan, run_id))))
