@@ -585,31 +585,24 @@ def gate_command(
     guarantee it claims: the lint, then each selected catalog case on a real cluster with your settings.
     Exit 0 passed, 1 failed (or flaky, or the lint proves the claim broken), 2 harness error or bad input,
     3 inconclusive; --check-only: the lint's 0 kept, 1 not kept, 2 bad input, writing nothing."""
-    from chaos.scenario.gaterun import split_cases
+    from chaos.gate.cases import split_cases
+    from chaos.gate.driver.command import GateOptions, check_gate, run_gate
 
-    chosen = split_cases(cases) if cases is not None else None
+    options = GateOptions(
+        gate_file,
+        out,
+        junit,
+        calibrate=calibrate,
+        allow_flaky=allow_flaky,
+        seed=seed,
+        baseline=baseline,
+        cases=split_cases(cases) if cases is not None else None,
+        lint_advisory=lint_advisory,
+    )
     try:
-        exit_code = _gate_check(
-            gate_file,
-            out,
-            junit,
-            full=not check_only,
-            baseline=baseline,
-            cases=chosen,
-            lint_advisory=lint_advisory,
-        )
+        exit_code = check_gate(options, full=not check_only)
         if not check_only:
-            exit_code = _gate_run(
-                gate_file,
-                out,
-                junit,
-                calibrate=calibrate,
-                allow_flaky=allow_flaky,
-                seed=seed,
-                baseline=baseline,
-                cases=chosen,
-                lint_advisory=lint_advisory,
-            )
+            exit_code = run_gate(options)
     except ChaosError as exc:
         _say(
             f"error: {gate_file}: the gate cannot run (exit 2; nothing was judged, this is not a verdict):",
@@ -622,185 +615,6 @@ def gate_command(
         _say(f"error: the gate failed unexpectedly ({type(exc).__name__}: {exc}); exit 2", "red")
         sys.exit(2)
     sys.exit(exit_code)
-
-
-def _gate_run(
-    gate_file: str,
-    out: str | None,
-    junit: str | None,
-    *,
-    calibrate: bool,
-    allow_flaky: bool,
-    seed: int | None,
-    baseline: str | None = None,
-    cases: tuple[str, ...] | None = None,
-    lint_advisory: bool = False,
-) -> int:
-    """The full run: pytest in-process over the catalog with ``--chaos-gate``; the exit code is gate.json's
-    (2 when the run wrote none: it broke before the gate could judge)."""
-    import pytest
-
-    from chaos.cluster.engine import docker_client
-    from chaos.gate.report import read_gate
-    from chaos.paths import reports_dir
-    from chaos.scenario import scenarios_dir
-
-    docker_client()  # no engine: exit 2 with the fix now, not one error per case
-    catalog = scenarios_dir()
-    target = Path(out).expanduser().absolute() if out else reports_dir() / "gate"
-    args = [
-        str(catalog),
-        "-m",
-        "chaos",
-        "--rootdir",
-        str(catalog.parent),
-        "-o",
-        f"cache_dir={Path.cwd() / '.pytest_cache'}",
-        "--chaos-report-dir",
-        str(target),
-        "--chaos-gate",
-        str(Path(gate_file).absolute()),
-    ]
-    if junit:
-        args += ["--chaos-gate-junit", str(Path(junit).expanduser().absolute())]
-    if calibrate:
-        args.append("--chaos-calibrate")
-    if allow_flaky:
-        args.append("--chaos-gate-allow-flaky")
-    if seed is not None:
-        args += ["--chaos-seed", str(seed)]
-    if baseline:
-        args += ["--chaos-gate-baseline", str(Path(baseline).expanduser().absolute())]
-    if cases is not None:
-        args += ["--chaos-gate-cases", ",".join(cases)]
-    if lint_advisory:
-        args.append("--chaos-gate-lint-advisory")
-    started = time.time()
-    _say(f"pytest {shlex.join(args)}", "dim")
-    status = int(pytest.main(args))
-    report = read_gate(target)
-    if report is None or (report.started_ts or 0) < started - 1:
-        _say(
-            f"error: the gate wrote no result in {target} (pytest exit {status}): harness error, exit 2",
-            "red",
-        )
-        return 2
-    _say(report.headline(), {0: "green", 1: "red"}.get(report.exit_code, "yellow"))
-    _say(f"{target / 'gate.md'} · {target / 'gate.json'} · {target / 'index.html'}")
-    return report.exit_code
-
-
-def _gate_check(
-    gate_file: str,
-    out: str | None,
-    junit: str | None,
-    *,
-    full: bool = False,
-    baseline: str | None = None,
-    cases: tuple[str, ...] | None = None,
-    lint_advisory: bool = False,
-) -> int:
-    """The lint (``--check-only``, and the full run's first step): load, lint, print; the lint's exit code.
-    The full run also reads the baseline now (bad input: before any container starts)."""
-    from chaos.gate.baseline import describe_rule
-    from chaos.gate.cases import plan_cases
-    from chaos.gate.gatefile import NOT_SET_SOURCE, load_gate
-    from chaos.gate.lint import Finding, lint_gate
-    from chaos.gate.report import read_gate_file
-    from chaos.scenario import discover
-
-    started = time.monotonic()
-    gate = load_gate(gate_file)
-    old = read_gate_file(baseline) if baseline and full else None
-    check, result = lint_gate(gate)
-    plan = plan_cases(gate, [s.case_id for s in discover()], result, cases)
-    advisory = lint_advisory or gate.lint_advisory
-    step = "the lint first, before any container starts" if full else "lint only: no container started"
-    _say(f"gate {gate_file}: claims {gate.guarantee} ({step})", "bold")
-    counts = f"the producer's {len(gate.producer.settings)}"
-    if gate.consumer:
-        counts += f" and the consumer's {len(gate.consumer.settings.settings)}"
-    _say(f"librdkafka {check.librdkafka} accepted {counts} settings ({check.seconds:.2f} s)")
-    for note in check.notes:
-        _say(f"  note: {note}", "dim")
-    if gate.service is not None:
-        _say(f"the team's service: {gate.service.describe()}")
-        _say(
-            "  its own clients' settings are inside it: the lint judges the topic's, the service cases judge "
-            "how it produces and commits",
-            "dim",
-        )
-
-    def show(finding: Finding, mark: str) -> None:
-        rule = finding.rule
-        breaks = ", ".join(rule.breaks) or "no guarantee"
-        _say(f"  {mark} {rule.id}: {rule.title} ({rule.effect}; breaks {breaks})")
-        for setting in finding.settings:
-            where = (
-                "not set"
-                if setting.origin.source == NOT_SET_SOURCE
-                else f"{setting.shown}  ({setting.origin})"
-            )
-            _say(f"      {setting.key}: {where}" if where == "not set" else f"      {where}")
-        _say(f"      why: {rule.why}")
-        _say(f"      shown by: {', '.join(rule.cases)}")
-        _say(f"      fix: {rule.fix}")
-
-    strongest = result.strongest or "none"
-    if result.kept:
-        _say(f"KEPT: {gate.guarantee}. The strongest guarantee these settings keep: {strongest}", "green")
-    else:
-        _say(f"NOT KEPT: {gate.guarantee}. The strongest guarantee these settings keep: {strongest}", "red")
-        for finding in result.violations:
-            show(finding, "x")
-    if result.others:
-        _say(f"Also found (does not break {gate.guarantee}):")
-        for finding in result.others:
-            show(finding, "!")
-    verb = "runs" if full else "would run"
-    _say(
-        f"Cases the full gate {verb} ({plan.describe()}; time profile {gate.time_profile}): "
-        f"{', '.join(plan.run) or 'none'}"
-    )
-    if plan.not_run:
-        _say(f"Named by the lint, not run: {plan.not_run_text()}", "yellow")
-    if old is not None:
-        _say(
-            f"Against the baseline {baseline} ({len(old.cases)} case(s), {old.verdict}): a measure regresses "
-            f"when {describe_rule(gate.baseline)} than there"
-        )
-    if (out or junit or baseline or lint_advisory) and not full:
-        _say(
-            "note: --out, --junit, --baseline and --lint-advisory are used by the full gate run only; "
-            "--check-only wrote nothing",
-            "dim",
-        )
-    _say(f"lint took {time.monotonic() - started:.2f} s", "dim")
-    if result.kept:
-        return 0
-    if full:
-        if advisory:
-            _say(
-                f"the lint says {gate.guarantee} is not kept (above); advisory (--lint-advisory): the cases "
-                "run and alone decide the gate",
-                "yellow",
-            )
-        else:
-            _say(
-                f"the lint says {gate.guarantee} is not kept (above): the gate fails (exit 1) whatever the "
-                "cases show; they run to show what happens (--lint-advisory: the cases alone decide)",
-                "yellow",
-            )
-        return 1
-    keys = sorted({s.key for f in result.violations for s in f.settings if s.origin.source != NOT_SET_SOURCE})
-    shown = sorted({c for f in result.violations for c in f.rule.cases})
-    instead = f", or claim {result.strongest}" if result.strongest else " (no guarantee is kept)"
-    _say(
-        f"exit 1: {gate.guarantee} is not kept (keys: {', '.join(keys)}; cases: {', '.join(shown)}); change "
-        f"those settings{instead}",
-        "red",
-    )
-    return 1
 
 
 def main() -> None:

@@ -259,3 +259,8 @@ def plan_cases(
         }
         not_run = [(case, why) for case, why in not_run if case in known or case not in covered]
     return CasePlan(run, chosen, tuple(c for c in run if c in added), tuple(not_run))
+
+
+def split_cases(text: str) -> tuple[str, ...]:
+    """``--cases L2,L6`` (commas or spaces) as a tuple of catalog ids, in the order given."""
+    return tuple(part for part in text.replace(",", " ").split() if part)

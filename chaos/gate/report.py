@@ -2,7 +2,7 @@
 ``gate.md`` (a CI step summary or PR comment) and JUnit XML (one testcase per case).
 
 Pure: built from per-case results (:class:`CaseResult`, each a list of :class:`Attempt`\\ s) by whoever ran
-the cases (:mod:`chaos.scenario.gaterun`). The gate's verdict and exit code:
+the cases (:mod:`chaos.gate.driver`). The gate's verdict and exit code:
 
 - **1 failed**: the lint proves the configuration cannot keep the claim (unless the lint is advisory:
   ``--lint-advisory``), a case failed (an anomaly the claimed guarantee forbids, a threshold exceeded, or

@@ -20,7 +20,7 @@ failed) must equal the variant's ``expected_verdict``; symptoms fail the test on
 may ask for other fixtures by name after ``run``.
 
 Under ``--chaos-gate GATE_FILE`` the parameter is the team's configuration instead (id ``gate``, a
-:class:`~chaos.scenario.gaterun.GateCase`), judged by the verdict and the gate's thresholds only
+:class:`~chaos.gate.driver.gatecase.GateCase`), judged by the verdict and the gate's thresholds only
 (docs/gate.md).
 """
 
@@ -43,7 +43,7 @@ TestFunction = Callable[..., None]
 RUN_FIXTURE = "scenario_run"
 """The plugin's factory fixture that opens a run (``scenario_run(SCENARIO, variant)``)."""
 GATE_PLUGIN = "chaos-gate"
-"""The name the gate's hooks (:class:`~chaos.scenario.gaterun.GatePlugin`) are registered under."""
+"""The name the gate's hooks (:class:`~chaos.gate.driver.gateplugin.GatePlugin`) are registered under."""
 
 
 def chaos_scenario(scenario: Scenario) -> Callable[[Body], TestFunction]:
@@ -68,7 +68,7 @@ def chaos_scenario(scenario: Scenario) -> Callable[[Body], TestFunction]:
         def test(**kwargs: Any) -> None:
             factory = kwargs.pop(RUN_FIXTURE)
             variant = kwargs.pop("variant")
-            if not isinstance(variant, str):  # a gate run: the team's configuration (chaos.scenario.gaterun)
+            if not isinstance(variant, str):  # a gate run: the team's configuration (chaos.gate.driver)
                 variant.run(factory, body, kwargs)
                 return
             run: ScenarioRun = factory(scenario, variant)
@@ -109,7 +109,7 @@ def parametrize(
     metafunc: pytest.Metafunc, gate_params: Callable[[Scenario], list[object]] | None = None
 ) -> None:
     """Parametrize a :func:`chaos_scenario` test's ``variant``: the scenario's variant names, or in a gate
-    run the gate's parameters (``gate_params``: :meth:`chaos.scenario.gaterun.GateSession.params`)."""
+    run the gate's parameters (``gate_params``: :meth:`chaos.gate.driver.session.GateSession.params`)."""
     scenario = getattr(metafunc.function, "scenario", None)
     if not isinstance(scenario, Scenario) or "variant" not in metafunc.fixturenames:
         return

@@ -1,7 +1,8 @@
 """Imports go one way down the pipeline: cluster → faults → workload → history → audit → gate → report.
 
 A stage may import the stages before it, :mod:`chaos.run` and the leaf modules, never a later stage; the
-composing packages (``chaos.scenario``, then the CLI, the doctor and the pytest plugin) sit on top. Every
+composing packages (``chaos.scenario``, then the gate's driver that replays scenarios, then the CLI, the
+doctor and the pytest plugin) sit on top. Every
 import counts — inside functions and ``TYPE_CHECKING`` blocks too — since a lazy import is still a
 dependency. The modules are parsed with :mod:`ast`, nothing is imported.
 """
@@ -26,6 +27,7 @@ LAYERS: Final[tuple[tuple[str, ...], ...]] = (
     ("chaos.run",),
     *((f"chaos.{stage}", *STAGE_PACKAGES.get(stage, ())) for stage in PIPELINE),
     ("chaos.scenario",),
+    ("chaos.gate.driver",),
     ("chaos.cli", "chaos.doctor", "chaos.plugin"),
 )
 """Bottom to top; a module may import its own layer and the ones below."""

@@ -462,7 +462,7 @@ def test_chaos_gate_hands_the_baseline_to_the_run_and_refuses_a_bad_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import chaos.cluster.engine
-    from chaos import cli
+    from chaos.gate.driver.command import GateOptions, run_gate
 
     calls: list[list[str]] = []
 
@@ -475,7 +475,7 @@ def test_chaos_gate_hands_the_baseline_to_the_run_and_refuses_a_bad_one(
     monkeypatch.setattr(pytest, "main", fake_main)
     monkeypatch.chdir(tmp_path)
     gate_file = str(EXAMPLES / "gate-strong.toml")
-    cli._gate_run(gate_file, "out", None, calibrate=False, allow_flaky=False, seed=None, baseline="old.json")
+    run_gate(GateOptions(gate_file, "out", baseline="old.json"))
     (args,) = calls
     assert args[args.index("--chaos-gate-baseline") + 1] == str(tmp_path / "old.json")
 

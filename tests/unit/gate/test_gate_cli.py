@@ -177,7 +177,7 @@ def test_the_full_run_is_pytest_over_the_catalog_with_the_gate_and_exits_with_ga
     """``chaos gate`` without --check-only: the arguments it hands pytest, and its exit code taken from the
     gate.json that run wrote (2 when it wrote none)."""
     import chaos.cluster.engine
-    from chaos import cli
+    from chaos.gate.driver.command import GateOptions, run_gate
     from chaos.gate.report import Attempt, CaseResult, GateReport, write_gate
     from chaos.scenario import scenarios_dir
 
@@ -195,7 +195,7 @@ def test_the_full_run_is_pytest_over_the_catalog_with_the_gate_and_exits_with_ga
     monkeypatch.setattr(chaos.cluster.engine, "docker_client", lambda: None)
     monkeypatch.setattr(pytest, "main", fake_main)
     gate = str(EXAMPLES / "gate-strong.toml")
-    code = cli._gate_run(gate, str(tmp_path / "out"), "j.xml", calibrate=True, allow_flaky=False, seed=7)
+    code = run_gate(GateOptions(gate, str(tmp_path / "out"), "j.xml", calibrate=True, seed=7))
     assert code == 3
     (args,) = calls
     assert args[:3] == [str(scenarios_dir()), "-m", "chaos"]
@@ -209,6 +209,4 @@ def test_the_full_run_is_pytest_over_the_catalog_with_the_gate_and_exits_with_ga
     assert "--chaos-calibrate" in args
     assert "--chaos-gate-allow-flaky" not in args
     written["gate"] = False
-    assert (
-        cli._gate_run(gate, str(tmp_path / "other"), None, calibrate=False, allow_flaky=True, seed=None) == 2
-    )
+    assert run_gate(GateOptions(gate, str(tmp_path / "other"), allow_flaky=True)) == 2

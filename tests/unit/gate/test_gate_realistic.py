@@ -14,11 +14,11 @@ import pytest
 
 from chaos.gate import load_gate
 from chaos.gate.cases import plan_cases
+from chaos.gate.driver.session import GateSession
 from chaos.gate.lint import derive
 from chaos.gate.report import Attempt, CaseResult, ThresholdRow, read_gate, sentence, write_gate
 from chaos.report.render import render_index
 from chaos.scenario import discover
-from chaos.scenario.gaterun import GateSession
 
 EXAMPLES: Final = Path(__file__).resolve().parents[3] / "examples"
 GATE: Final = EXAMPLES / "gate-realistic.toml"

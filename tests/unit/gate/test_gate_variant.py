@@ -1,4 +1,4 @@
-"""The team's configuration as the variant under test (chaos.scenario.gaterun.gate_variant), built on the
+"""The team's configuration as the variant under test (chaos.gate.driver.variant.gate_variant), built on the
 real catalog from the example gate files: the timeline a case's body branches on, the team's settings over
 the case's timing settings, what is never handed to the run's clients, and the case sets a gate runs."""
 
@@ -10,10 +10,7 @@ from typing import Final
 import pytest
 
 from chaos.gate.cases import DEFAULT_CASES, gate_cases
-from chaos.gate.gatefile import GateFile, GateFileError, load_gate
-from chaos.scenario import Scenario, discover
-from chaos.scenario.describe import variant_client
-from chaos.scenario.gaterun import (
+from chaos.gate.driver.variant import (
     commit_strategy,
     config_notes,
     gate_scenario,
@@ -21,6 +18,9 @@ from chaos.scenario.gaterun import (
     not_passed,
     timeline_of,
 )
+from chaos.gate.gatefile import GateFile, GateFileError, load_gate
+from chaos.scenario import Scenario, discover
+from chaos.scenario.describe import variant_client
 
 ROOT: Final = Path(__file__).resolve().parents[3]
 STRONG: Final = ROOT / "examples" / "gate-strong.toml"
@@ -223,7 +223,9 @@ class _Run:
 def test_the_traffic_is_the_runs_default_or_not_applicable(
     tmp_path: Path, catalog: dict[str, Scenario]
 ) -> None:
-    from chaos.scenario.gaterun import GateCase, GateSession, traffic_not_applicable
+    from chaos.gate.driver.gatecase import GateCase
+    from chaos.gate.driver.session import GateSession
+    from chaos.gate.driver.variant import traffic_not_applicable
 
     path = tmp_path / "gate.toml"
     path.write_text(
@@ -268,7 +270,7 @@ def test_a_producer_takes_the_runs_traffic_unless_it_brings_its_own() -> None:
 
 def test_what_the_log_policy_removed_reads_as_sentences() -> None:
     from chaos.audit.model import Removal
-    from chaos.scenario.gaterun import removal_notes
+    from chaos.gate.driver.variant import removal_notes
 
     def removal(policy: str, expired: int, compacted: int, unread: int) -> Removal:
         return Removal("t", 0, policy, 3000, -1, 86_400_000, 120, None, expired, compacted, unread)
