@@ -53,9 +53,9 @@ from chaos.scenario.describe import describe_run, scenario_id, variant_client
 from chaos.scenario.model import Scenario, ScenarioError, Variant
 from chaos.scenario.result import ScenarioResult
 from chaos.scenario.views import MARK_FACILITY, acked_ids, delivered_ids, find_mark, mark_text
-from chaos.scenario.workers import RunWorkers
+from chaos.scenario.workers import Delegated, RunWorkers
 from chaos.service import Binding, Service, ServiceSpec
-from chaos.workload import RunContext, Traffic, consumer_config, drain, time_profile
+from chaos.workload import CommitStrategy, RunContext, Traffic, consumer_config, drain, time_profile
 from chaos.workload.effective import announced, take_announced
 from chaos.workload.java_build import JavaWorker, ensure_java_worker
 from chaos.workload.java_client import check_client
@@ -76,10 +76,10 @@ LOG_MARGIN_S: Final = 10.0
 """Broker log lines kept from before the run started (its logs are cut to its own window)."""
 
 
-class ScenarioRun(RunWorkers):
+class ScenarioRun:
     """One variant of one scenario on a running cluster; a context manager. Its workload helpers
-    (:meth:`producer`, :meth:`member`, :meth:`sampler`…) come from
-    :class:`~chaos.scenario.workers.RunWorkers`.
+    (:meth:`producer`, :meth:`member`, :meth:`sampler`…) are those of its workers (:attr:`workers`, a
+    :class:`~chaos.scenario.workers.RunWorkers` built on the run), offered as the run's own methods.
 
     ``__enter__`` writes ``scenario.json`` and opens the history; :meth:`finish` ends the run;
     ``__exit__`` (on an exception, or without :meth:`finish`) heals, captures logs, closes the history and
@@ -91,6 +91,20 @@ class ScenarioRun(RunWorkers):
     plugin's ``--chaos-duration``; None: the scenario's own default). ``replay``: a saved plan that
     :meth:`plan` returns instead of drawing one (the plugin's ``--chaos-plan``, ``chaos replay``).
     """
+
+    context_on = Delegated(RunWorkers.context_on)
+    on_close = Delegated(RunWorkers.on_close)
+    sampler = Delegated(RunWorkers.sampler)
+    introspect = Delegated(RunWorkers.introspect)
+    producer = Delegated(RunWorkers.producer)
+    process_producer = Delegated(RunWorkers.process_producer)
+    txn_producer = Delegated(RunWorkers.txn_producer)
+    member_spec = Delegated(RunWorkers.member_spec)
+    member = Delegated(RunWorkers.member)
+    process_member = Delegated(RunWorkers.process_member)
+    transform = Delegated(RunWorkers.transform)
+    startup_probe = Delegated(RunWorkers.startup_probe)
+    restore_reader = Delegated(RunWorkers.restore_reader)
 
     def __init__(
         self,
@@ -110,8 +124,7 @@ class ScenarioRun(RunWorkers):
         duration_s: float | None = None,
         replay: Plan | None = None,
     ) -> None:
-        super().__init__()
-        self.client_library = check_client(client_library)
+        self.workers = RunWorkers(self, check_client(client_library))
         self.scenario = scenario
         self.variant = scenario.variant(variant) if isinstance(variant, str) else variant
         if self.variant not in scenario.variants:
@@ -147,6 +160,23 @@ class ScenarioRun(RunWorkers):
         self._finished = False
         self.result: ScenarioResult | None = None
         self.started = 0.0
+
+    @property
+    def client_library(self) -> str:
+        """The workers' client: ``librdkafka`` or ``java``."""
+        return self.workers.client_library
+
+    @property
+    def commit(self) -> CommitStrategy | None:
+        """How the team's application commits (the gate's ``[consumer] commit``): every member the run
+        starts commits this way; ``None``: as the case asks."""
+        return self.workers.commit
+
+    @property
+    def team_service(self) -> ServiceSpec | None:
+        """The team's service (the gate's ``[service]``), which a service case runs in place of its own
+        example; ``None``: the case's example."""
+        return self.workers.team_service
 
     @property
     def length_s(self) -> float | None:
@@ -282,7 +312,7 @@ class ScenarioRun(RunWorkers):
             strict_symptoms=self.strict_symptoms,
             options=options,
             isolations=isolations,
-            streams=self.streams,
+            streams=self.workers.streams,
         )
         for record in self.faults.records():
             if record.effect is not None and record.effect.required:  # no proof it landed: inconclusive
@@ -312,7 +342,7 @@ class ScenarioRun(RunWorkers):
                 resolved = self._plan.resolved(nemesis.resolved)
                 with contextlib.suppress(OSError):
                     write_atomic(self.dir / RESOLVED_PLAN_FILE, resolved.to_json())
-        errors += self.stop_workers(interrupted=interrupted)
+        errors += self.workers.stop_workers(interrupted=interrupted)
         _, stuck = heal_faults(self.faults.active(), interrupted=interrupted)
         errors += [f"{f!r}: {f.record.error if f.record else '?'}" for f in stuck]
         if errors:
@@ -615,8 +645,8 @@ class ScenarioRun(RunWorkers):
         if input_topic not in self.cluster.topics(internal=False):
             config = {"min.insync.replicas": "2", **(input_config or {})}
             self.create_topic(input_partitions, 3, name=input_topic, config=config)
-        if spec.id == "header:chaos-id" and self.traffic is None:
-            self.traffic = Traffic()
+        if spec.id == "header:chaos-id" and self.workers.traffic is None:
+            self.workers.traffic = Traffic()
         binding = Binding(self.bootstrap, input_topic, self.topic, spec.group or f"svc-{self.run_id}")
         service = Service(spec, binding, self.dir / LOGS_DIR, self.cluster, self.run_id, note=self.note)
         self.note(f"service {spec.describe()}: {input_topic} -> {self.topic}, group {binding.group}")

@@ -1,8 +1,10 @@
 """The workload half of a :class:`~chaos.scenario.runner.ScenarioRun`: workers built on the run's context
 (producers, group members, the restore reader, the cluster-state samplers), each stopped when the run ends.
 
-:class:`RunWorkers` is the run's base class: it keeps what the run must stop (:meth:`RunWorkers.on_close`)
-and stops it in :meth:`RunWorkers.stop_workers`; the run supplies :attr:`RunWorkers.context`.
+A run holds one :class:`RunWorkers` (``run.workers``), built on the run as its :class:`WorkerHost` (the
+context, the bootstrap of a client path, the Java worker); it keeps what the run must stop
+(:meth:`RunWorkers.on_close`) and stops it in :meth:`RunWorkers.stop_workers`. The run offers the workers'
+helpers as its own methods (``run.producer(...)``) through :class:`Delegated`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import dataclasses
 import enum
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Concatenate, Final, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from chaos.errors import ConfigError
 from chaos.scenario.model import ScenarioError
@@ -81,16 +83,35 @@ def producer_traffic(keys: int | _Unset | None, traffic: Traffic | None) -> tupl
     return traffic.keys or DEFAULT_KEYS, traffic
 
 
-class RunWorkers:
-    """Workers of one run, on :attr:`context`; everything started here is stopped by :meth:`stop_workers`."""
+class WorkerHost(Protocol):
+    """What the workers need of their run."""
 
-    def __init__(self) -> None:
+    @property
+    def context(self) -> RunContext:
+        """The run's context."""
+        ...
+
+    def client_bootstrap(self, client_path: str) -> str:
+        """The cluster's addresses on ``client_path``."""
+        ...
+
+    def java_worker(self) -> JavaWorker:
+        """The Java client worker for the cluster's Kafka version."""
+        ...
+
+
+class RunWorkers:
+    """Workers of one run, on its :attr:`context`; everything started here is stopped by
+    :meth:`stop_workers`. ``host``: the run (``None``: no run, for building specs only)."""
+
+    def __init__(self, host: WorkerHost | None = None, client_library: str = "librdkafka") -> None:
+        self.host = host
         self._closers: list[Callable[[], None]] = []
         self.interrupting = False
         """True while the run stops its workers because the session was interrupted (Ctrl-C, SIGTERM):
         the harness's closers then cut their flushes short."""
         self._samplers: dict[str, ClusterSampler] = {}
-        self.client_library = "librdkafka"
+        self.client_library = client_library
         """The workers' client: ``librdkafka`` or ``java`` (:meth:`producer`, :meth:`member`,
         :meth:`process_member`, :meth:`transform`, :meth:`startup_probe`)."""
         self.streams: dict[str, str] = {}
@@ -115,18 +136,23 @@ class RunWorkers:
             return dataclasses.replace(self.traffic, burst=None, steps=None)
         return self.traffic
 
+    def _host(self) -> WorkerHost:
+        if self.host is None:
+            raise ScenarioError("these workers belong to no run: start workers from a ScenarioRun")
+        return self.host
+
     @property
     def context(self) -> RunContext:
         """The run's context (the run builds it)."""
-        raise NotImplementedError
+        return self._host().context
 
     def client_bootstrap(self, client_path: str) -> str:
         """The cluster's addresses on ``client_path`` (the run supplies them)."""
-        raise NotImplementedError
+        return self._host().client_bootstrap(client_path)
 
     def java_worker(self) -> JavaWorker:
         """The Java client worker for the cluster's Kafka version (the run supplies it)."""
-        raise NotImplementedError
+        return self._host().java_worker()
 
     def context_on(self, client_path: str | None) -> RunContext:
         """The run's context, bootstrapped on ``client_path`` (``ext1``, ...: the cluster's extra paths)
@@ -494,3 +520,39 @@ class RunWorkers:
 def _quiet(stop: Callable[[], object]) -> None:
     with contextlib.suppress(Exception):
         stop()
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class HasWorkers(Protocol):
+    workers: RunWorkers
+
+
+class Delegated(Generic[P, R]):
+    """A method of :class:`RunWorkers` offered on the run that holds them: ``producer =
+    Delegated(RunWorkers.producer)`` in a run's class makes ``run.producer(...)`` call
+    ``run.workers.producer(...)``, with its signature and docstring."""
+
+    def __init__(self, method: Callable[Concatenate[RunWorkers, P], R]) -> None:
+        self.method = method
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, run: None, owner: type) -> Delegated[P, R]: ...
+
+    @overload
+    def __get__(self, run: HasWorkers, owner: type) -> Callable[P, R]: ...
+
+    def __get__(self, run: HasWorkers | None, owner: type) -> Delegated[P, R] | Callable[P, R]:
+        if run is None:
+            return self
+        method, workers = self.method, run.workers
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return method(workers, *args, **kwargs)
+
+        call.__doc__ = method.__doc__
+        call.__name__ = method.__name__
+        return call

@@ -121,7 +121,7 @@ class GateCase:
         why = traffic_not_applicable(self.scenario.case_id, getattr(run, "client_library", "librdkafka"))
         if why is not None:
             return (f"traffic not applicable: {why}",)
-        run.traffic = traffic.for_run()
+        run.workers.traffic = traffic.for_run()
         return (f"traffic: {traffic.describe()}",)
 
     def _service(self, run: ScenarioRun) -> tuple[str, ...]:
@@ -129,7 +129,7 @@ class GateCase:
         service = self.session.gate.service
         if service is None:
             return ()
-        run.team_service = service.spec
+        run.workers.team_service = service.spec
         return (f"the team's service: {service.describe()}",)
 
     def _commit(self, run: ScenarioRun) -> tuple[str, ...]:
@@ -137,7 +137,7 @@ class GateCase:
         strategy = commit_strategy(self.session.gate, getattr(run, "client_library", "librdkafka"))
         if strategy is None:
             return ()
-        run.commit = strategy
+        run.workers.commit = strategy
         return (f"the members commit as the application does: {strategy}",)
 
     def _attempt(

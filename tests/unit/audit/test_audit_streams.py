@@ -27,6 +27,7 @@ from chaos.run.events import (
 from chaos.scenario.model import ScenarioError
 from chaos.scenario.workers import RunWorkers
 from chaos.workload import AT_LEAST_ONCE, IDEMPOTENT, RunContext
+from chaos.workload.java_build import JavaWorker
 
 T0 = 1_700_000_000.0
 RUN = "r"
@@ -163,19 +164,22 @@ def test_the_cli_takes_streams_and_refuses_a_malformed_one(tmp_path: Any) -> Non
     assert "'p1=sometimes'" in result.output
 
 
-class Workers(RunWorkers):
-    def __init__(self, context: RunContext) -> None:
-        super().__init__()
-        self._context = context
+class Host:
+    """A run as the workers see it: only its context."""
 
-    @property
-    def context(self) -> RunContext:
-        return self._context
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+
+    def client_bootstrap(self, client_path: str) -> str:
+        raise AssertionError("no client path in this test")
+
+    def java_worker(self) -> JavaWorker:
+        raise AssertionError("no Java worker in this test")
 
 
 def test_a_producer_handed_its_own_profile_is_a_stream_of_that_profiles_guarantee() -> None:
     base = RunContext("r", "127.0.0.1:9092", "t", "g", IDEMPOTENT, lambda e: None)
-    workers = Workers(base)
+    workers = RunWorkers(Host(base))
     assert workers.stream_context("producer-0", None) is base
     plain = workers.stream_context("producer-1", "at_least_once")
     assert plain.client == AT_LEAST_ONCE

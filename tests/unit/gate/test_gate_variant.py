@@ -213,11 +213,13 @@ def test_the_log_policy_given_reaches_every_cases_run_topic(
 
 
 class _Run:
-    """What GateCase hands the traffic to: a run's default traffic and its client library."""
+    """What GateCase hands the traffic to: a run's workers (their default traffic) and its client library."""
 
     def __init__(self, client_library: str = "librdkafka") -> None:
+        from chaos.scenario.workers import RunWorkers
+
+        self.workers = RunWorkers(None, client_library)
         self.client_library = client_library
-        self.traffic: object = None
 
 
 def test_the_traffic_is_the_runs_default_or_not_applicable(
@@ -237,11 +239,11 @@ def test_the_traffic_is_the_runs_default_or_not_applicable(
     run = _Run()
     notes = GateCase(catalog["O1"], session)._traffic(run)  # type: ignore[arg-type]
     assert notes == ("traffic: values of 500 bytes, 4 keys (sequential); 20 msg/s",)
-    assert run.traffic == session.gate.traffic.for_run()  # type: ignore[union-attr]
+    assert run.workers.traffic == session.gate.traffic.for_run()  # type: ignore[union-attr]
     o6 = _Run()
     (note,) = GateCase(catalog["O6"], session)._traffic(o6)  # type: ignore[arg-type]
     assert note.startswith("traffic not applicable: the records it judges are its own transform's output")
-    assert o6.traffic is None
+    assert o6.workers.traffic is None
     java = _Run("java")
     (note,) = GateCase(catalog["L2"], session)._traffic(java)  # type: ignore[arg-type]
     assert (

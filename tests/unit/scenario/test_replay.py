@@ -161,12 +161,12 @@ def test_a_variant_whose_case_cannot_happen_on_a_client_is_skipped_there_saying_
     on librdkafka it runs, and so does the remediated variant on both."""
     scenario = find("L6")
     java = ScenarioRun(scenario, "vulnerable", cluster(3), tmp_path)
-    java.client_library = "java"  # as --chaos-client java sets it (without building the worker here)
+    java.workers.client_library = "java"  # as --chaos-client java sets it (without building the worker here)
     assert "does not apply on the java client" in (java.not_applicable() or "")
     assert "poll()" in (java.not_applicable() or "")
     assert ScenarioRun(scenario, "vulnerable", cluster(3), tmp_path).not_applicable() is None
     remediated = ScenarioRun(scenario, "remediated", cluster(3), tmp_path)
-    remediated.client_library = "java"
+    remediated.workers.client_library = "java"
     assert remediated.not_applicable() is None
     assert ScenarioRun(find("RANDOM"), "vulnerable", cluster(3), tmp_path).not_applicable() is not None
     with pytest.raises(ScenarioDefinitionError, match="not_on_clients"):

@@ -12,6 +12,7 @@ import pytest
 from chaos.errors import ConfigError
 from chaos.run.context import RunContext
 from chaos.run.events import VALUE_ID_HEADER, Event, SendInvoke, value_id_for
+from chaos.scenario.workers import RunWorkers
 from chaos.workload import (
     IDEMPOTENT,
     TRANSACTIONAL,
@@ -24,7 +25,7 @@ from chaos.workload import (
 from chaos.workload.common import header_value_id, payload_value_id, record_value_id
 from chaos.workload.producer import Pacer, SendRecorder
 from chaos.workload.traffic import RatePattern, unit
-from tests.unit.audit.test_audit_streams import Workers
+from tests.unit.audit.test_audit_streams import Host
 
 
 class FakeProducer:
@@ -308,7 +309,7 @@ def test_the_pacer_follows_the_pattern() -> None:
 
 def test_an_input_producer_is_plain_idempotent_under_a_transactional_variant() -> None:
     ctx, _ = context(client=TRANSACTIONAL)
-    workers = Workers(ctx)
+    workers = RunWorkers(Host(ctx))
     chosen = workers.stream_context("feeder", None, role="input")
     assert chosen.client == IDEMPOTENT
     assert not chosen.client.transactional
