@@ -14,8 +14,10 @@ Timeline (ci):
    topic settings over both); the service's instances started (the example: 2), each waited for;
 2. a one-member group reads the output (``read_committed`` when the claim is ``exactly_once``); the input
    producer writes 2,000 values at 100/s (idempotent, ``role="input"``);
-3. once 100 values came out: the **leader of the output's partition 0 is killed** (``Crash``) for 10 s,
-   and 4 s into it **service instance 0 is SIGKILLed** (``ServiceCrash``) for 4 s, then started again;
+3. once 100 values came out: the **leader of an output partition is killed** (``Crash``) for 10 s — of
+   the first partition whose leader is not the coordinator of the service's group: with its coordinator
+   down a service cannot commit, and a kill then finds nothing committed to lose —, and 4 s into it
+   **service instance 0 is SIGKILLed** (``ServiceCrash``) for 4 s, then started again;
 4. after the heal, **the last instance is frozen** (``ServicePause``, SIGSTOP) for 8 s: past the example's
    6-s session its partitions move to the other instance; a service with longer timeouts just stalls;
 5. the input producer ends; the output is read until it stays idle 5 s and the group has caught up; the
@@ -111,6 +113,13 @@ def example_service(variant: str) -> ServiceSpec:
     )
 
 
+def _output_partition(run: ScenarioRun, group: str) -> int:
+    """The first output partition whose leader does not coordinate ``group`` (0 when every one does)."""
+    coordinator = run.cluster.group_coordinator(group)
+    leaders = {s.partition: s.leader for s in run.cluster.describe_partitions([run.topic])}
+    return next((p for p in sorted(leaders) if leaders[p] != coordinator), 0)
+
+
 @chaos_scenario(SCENARIO)
 def test_sv1(run: ScenarioRun) -> None:
     spec = run.team_service or example_service(run.variant.name)
@@ -129,7 +138,7 @@ def test_sv1(run: ScenarioRun) -> None:
         duration_s=90,
     )
     run.wait_for("the service's first output", lambda ev: len(views.delivered_ids(ev)) >= 100, 90)
-    with run.fault(Crash, LeaderOf(run.topic, 0)):
+    with run.fault(Crash, LeaderOf(run.topic, _output_partition(run, service.group))):
         time.sleep(CRASH_AFTER_S)
         with run.fault(ServiceCrash, service[0]):
             time.sleep(SERVICE_DOWN_S)
