@@ -47,8 +47,9 @@ TOXIPROXY_GO_PACKAGE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 
 DEBIAN_SUITE = "bookworm"
 JRE_PACKAGE = "openjdk-17-jre-headless"
-# Tools the base image carries besides the JRE: iptables/iproute2 serve the network-cut sidecar.
-BASE_EXTRA_PACKAGES = ("iptables", "iproute2", "procps")
+# Tools the base image carries besides the JRE: iptables/iproute2 serve the network-cut sidecar, libfaketime
+# the clock faults (the local Kafka image preloads it: chaos.faults.clock).
+BASE_EXTRA_PACKAGES = ("iptables", "iproute2", "procps", "libfaketime")
 
 # Our own Ryuk-compatible reaper (chaos/cluster/images/context/reaper); bump when its source changes.
 REAPER_VERSION = "1.0.0"

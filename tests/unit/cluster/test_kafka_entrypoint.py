@@ -104,3 +104,40 @@ def test_the_logging_configuration_follows_the_release_on_the_classpath(
     for call in calls:
         assert logging in call
         assert f"-cp {tmp_path / 'libs'}/*" in call
+
+
+def _launch_env(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    """The environment the broker's JVM is launched with (a stand-in ``java`` writes it)."""
+    out = tmp_path / "java-env"
+    bin_dir = tmp_path / "envbin"
+    bin_dir.mkdir()
+    (bin_dir / "java").write_text(f'#!/bin/bash\nif [[ "$*" == *kafka.Kafka* ]]; then env > {out}; fi\n')
+    (bin_dir / "java").chmod(0o755)
+    (tmp_path / "libs").mkdir()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "FAKETIME", "LD_PRELOAD"))}
+    base.update(
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+        CHAOS_KAFKA_CONFIG_DIR=str(tmp_path / "config"),
+        CHAOS_KAFKA_LIBS_DIR=str(tmp_path / "libs"),
+    )
+    subprocess.run(["bash", str(RUN)], env={**base, **env}, check=True, capture_output=True, timeout=30)
+    return dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+
+
+def test_the_broker_reads_its_wall_clock_through_libfaketime(tmp_path: Path) -> None:
+    lib = tmp_path / "libfaketimeMT.so.1"
+    lib.write_bytes(b"")  # never loaded: the stand-in java is a script
+    env = _launch_env(tmp_path, {"CHAOS_FAKETIME_LIB": str(lib), "CHAOS_FAKE_CLOCK": "1"})
+    assert env["LD_PRELOAD"] == str(lib)
+    assert env["FAKETIME_TIMESTAMP_FILE"] == "/var/lib/chaos/clock"
+    assert env["FAKETIME_DONT_FAKE_MONOTONIC"] == "1"  # the JVM's timers keep the real monotonic clock
+    assert env["FAKETIME_CACHE_DURATION"] == "0"  # the file is read again each second
+    assert env["FAKETIME_FORCE_MONOTONIC_FIX"] == "0"  # timed waits keep their lengths
+
+
+def test_the_clock_is_left_alone_unless_asked_for(tmp_path: Path) -> None:
+    lib = tmp_path / "libfaketimeMT.so.1"
+    lib.write_bytes(b"")
+    env = _launch_env(tmp_path, {"CHAOS_FAKETIME_LIB": str(lib)})
+    assert "LD_PRELOAD" not in env
+    assert "FAKETIME_TIMESTAMP_FILE" not in env
