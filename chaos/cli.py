@@ -172,6 +172,9 @@ def clean(run_ids: tuple[str, ...], everything: bool) -> None:
     _say(f"removed {len(containers)} containers, {len(networks)} networks")
     for name in (*containers, *networks):
         _say(f"  {name}")
+    volumes = [name for result in results for name in result.volumes]
+    if volumes:
+        _say(f"removed {len(volumes)} brokers' log directory volumes: {', '.join(volumes)}")
     live = [run for result in results for run in result.live_runs]
     if live:
         _say(f"left {len(live)} live runs alone (their reaper runs: a session is using them):")

@@ -13,6 +13,12 @@ all listening on ``0.0.0.0:<port>``:
 
 Every container and the network carry ``chaos-harness=<run id>``. The run's reaper starts first and
 holds a registration for the label until ``close()``, which also removes everything explicitly.
+
+Log directories (``ClusterConfig.log_dir_mb``): each broker's is a tmpfs volume of that size, so a disk fault
+fills it and not the host's disk. A local volume is mounted while a container uses it; a *keeper* container
+(``<run>-logdirs``, every broker's volume at ``/logdirs/<node id>``) uses them all for the cluster's life,
+so a broker's data survives its container's kill and start as it did in the container's own layer, and
+disk faults reach a stopped broker's directory through it.
 """
 
 from __future__ import annotations
@@ -34,13 +40,14 @@ from chaos.cluster.broker import (
     client_path_names,
     unknown_client_path,
 )
-from chaos.cluster.config import ClusterConfig, env_name
+from chaos.cluster.config import DEFAULT_LOG_DIR_MB, ClusterConfig, env_name
 from chaos.cluster.containers import labelled, log_tail, publish_on_loopback, wait_for_log
 from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 from chaos.cluster.logs import write_log
 from chaos.cluster.ports import start_on_free_ports
 from chaos.cluster.reaper import Reaper, reaper_name
 from chaos.cluster.single import READY_LOG, new_cluster_id
+from chaos.cluster.sweep import LOG_DIR_ROLE, remove_run_volumes
 from chaos.cluster.toxiproxy import API_PORT, ProxySpec, Toxiproxy
 from chaos.errors import ClusterError, ClusterStartTimeout
 from chaos.run.events import PartitionState
@@ -56,6 +63,8 @@ CONTROLLER_PORT = 9093
 INTERNAL_PORT = 9094
 CLIENT_PATH_PORT_BASE = 9100  # listener EXTK listens on CLIENT_PATH_PORT_BASE + K inside each broker
 ROLE_LABEL = f"{LABEL}.role"
+LOG_DIR = "/var/lib/kafka/data"  # each broker's log.dirs, when it has a log directory of its own
+KEEPER_LOG_ROOT = "/logdirs"  # broker i's log directory in the keeper: KEEPER_LOG_ROOT/i
 
 
 class KafkaCluster:
@@ -78,6 +87,7 @@ class KafkaCluster:
         self._toxiproxy: Toxiproxy | None = None
         self._reaper: Reaper | None = None
         self._network: Any = None
+        self._log_keeper: Any = None
         self._admin: Any = None
         self._preferred = 0
         self._closed = False
@@ -118,6 +128,7 @@ class KafkaCluster:
             self._reaper.close()
         sweep(self.run_id)  # by label: a container whose start failed is created, and holds its name
         self._reaper = self._network = self._toxiproxy_container = self._toxiproxy = None
+        self._log_keeper = None
         self.brokers = ()
 
     def _start_on(self, ports: list[int]) -> None:
@@ -133,6 +144,7 @@ class KafkaCluster:
 
         net_name = f"chaos-{self.run_id}"
         self._network = client.networks.create(net_name, driver="bridge", labels={LABEL: self.run_id})
+        self._start_log_dirs()
 
         broker_names = [f"chaos-{self.run_id}-kafka-{i}" for i in range(1, n + 1)]
         self.brokers = tuple(
@@ -178,6 +190,56 @@ class KafkaCluster:
         for broker in self.brokers:
             for spec in self.proxy_specs(broker):
                 self._toxiproxy.create(spec)
+
+    def log_volume(self, node_id: int) -> str:
+        """The name of broker ``node_id``'s log directory volume (``ClusterConfig.log_dir_mb`` > 0)."""
+        return f"chaos-{self.run_id}-logdir-{node_id}"
+
+    def _start_log_dirs(self) -> None:
+        """Create each broker's tmpfs log directory volume and start the keeper that holds them mounted."""
+        size_mb = self.config.log_dir_mb
+        if not size_mb:
+            return
+        client = docker_client()
+        labels = {LABEL: self.run_id, ROLE_LABEL: LOG_DIR_ROLE}
+        volumes = {}
+        for node_id in range(1, self.config.brokers + 1):
+            name = self.log_volume(node_id)
+            client.volumes.create(
+                name,
+                driver="local",
+                driver_opts={"type": "tmpfs", "device": "tmpfs", "o": f"size={size_mb}m,mode=1777"},
+                labels=labels,
+            )
+            volumes[name] = {"bind": f"{KEEPER_LOG_ROOT}/{node_id}", "mode": "rw,nocopy"}
+        try:
+            self._log_keeper = client.containers.run(
+                self.images.kafka,
+                ["sh", "-c", "while :; do sleep 3600; done"],
+                name=f"chaos-{self.run_id}-logdirs",
+                volumes=volumes,
+                network_mode="none",
+                labels=labels,
+                detach=True,
+            )
+        except Exception as exc:
+            raise ClusterError(
+                f"could not start the keeper of the brokers' log directories: {exc}\n"
+                "  fix: the engine must mount tmpfs volumes (`docker volume create --opt type=tmpfs "
+                "--opt device=tmpfs --opt o=size=64m t`); or start the cluster with "
+                "ClusterConfig(log_dir_mb=0) (no disk faults then)"
+            ) from exc
+
+    def log_dir_keeper(self) -> tuple[Any, str]:
+        """The keeper container and the directory under which it mounts each broker's log directory
+        (``<that>/<node id>``); ClusterError when this cluster's brokers have no log directories of
+        their own."""
+        if self._log_keeper is None:
+            raise ClusterError(
+                f"cluster {self.run_id} has no log directories of its own (ClusterConfig.log_dir_mb=0)\n"
+                f"  fix: start it with ClusterConfig(log_dir_mb={DEFAULT_LOG_DIR_MB}) to run disk faults"
+            )
+        return self._log_keeper, KEEPER_LOG_ROOT
 
     def toxiproxy_container_id(self) -> str:
         """The Toxiproxy container's id (a sidecar joins its network namespace with it)."""
@@ -244,11 +306,17 @@ class KafkaCluster:
             "KAFKA_HEAP_OPTS": f"-Xmx{self.config.heap} -Xms{self.config.heap}",
             "KAFKA_JVM_PERFORMANCE_OPTS": self.config.jvm_opts,
         }
+        if self.config.log_dir_mb:
+            env["KAFKA_LOG_DIRS"] = LOG_DIR
+        if self.config.fake_clock:
+            env["CHAOS_FAKE_CLOCK"] = "1"
         for prop, value in self.config.broker_config().items():
             env[env_name(prop)] = value
         container = labelled(
             self.images.kafka, self.run_id, name, **self._network_kwargs([f"kafka-{node_id}"])
         )
+        if self.config.log_dir_mb:
+            container.with_volume_mapping(self.log_volume(node_id), LOG_DIR, "rw,nocopy")
         return container.with_envs(**env)
 
     @property
@@ -337,6 +405,8 @@ class KafkaCluster:
         if self._network is not None:
             with contextlib.suppress(Exception):
                 self._network.remove()
+        with contextlib.suppress(Exception):  # the log directories, once no container holds them
+            remove_run_volumes(self.run_id)
         if self._reaper is not None:
             self._reaper.close()
         with contextlib.suppress(Exception):

@@ -37,6 +37,9 @@ PROFILES: tuple[Profile, ...] = TIME_PROFILE_NAMES
 MIN_BROKERS = 3
 MAX_BROKERS = 5
 MAX_CLIENT_PATHS = 4
+DEFAULT_LOG_DIR_MB = 1024
+"""What a cluster that runs disk faults is suggested (the log directory is 0, off, by default)."""
+MIN_LOG_DIR_MB = 64
 
 _PROPERTY = re.compile(r"^[a-z][a-z0-9]*([._-][a-z0-9]+)*$")
 # Set by the cluster itself from its topology; an override would break the proxies.
@@ -53,6 +56,8 @@ RESERVED_PROPERTIES = frozenset(
         "controller.quorum.bootstrap.servers",
     }
 )
+LOG_DIR_PROPERTIES = frozenset({"log.dirs", "log.dir", "metadata.log.dir"})
+"""Where a broker keeps its data: the cluster's own log directory (``log_dir_mb``) unless that is 0."""
 # C1 only and the serial collector: a broker starts with less CPU on a 2-core machine; the throughput a
 # chaos test needs is tiny. log4j2's own shutdown hook is off: it stops logging while Kafka's shutdown hook
 # still runs, so a SIGTERM-stopped broker lost its controlled-shutdown lines (measured: 20 log lines after
@@ -78,6 +83,14 @@ class ClusterConfig:
     ``client_paths`` extra client paths besides the shared one (``ext``): path ``extK`` is its own listener on
     every broker behind its own proxies, so a network fault on it hits only the clients started on it
     (:meth:`KafkaCluster.bootstrap`).
+
+    ``log_dir_mb``: each broker's log directory is a filesystem of its own of this many MB (a tmpfs
+    volume that outlives the broker's container: docs/cluster.md, "Log directories"), so a disk fault can
+    fill it without filling the host's disk; memory is used only by what is written. 0 (the default): the
+    log directory stays in the container's own layer, and disk faults refuse this cluster.
+
+    ``fake_clock``: each broker's JVM reads its wall clock through libfaketime (the local Kafka image), so
+    clock faults can move it (chaos.faults.clock); off, they refuse this cluster.
     """
 
     brokers: int = 3
@@ -88,6 +101,8 @@ class ClusterConfig:
     jvm_opts: str = DEFAULT_JVM_OPTS
     start_timeout_s: float = 120.0
     client_paths: int = 2
+    log_dir_mb: int = 0
+    fake_clock: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.brokers, bool) or not isinstance(self.brokers, int):
@@ -122,6 +137,12 @@ class ClusterConfig:
                 )
             if not isinstance(value, str):
                 raise ConfigError(f"broker override {key}={value!r} must be a string, e.g. '6000'")
+        own_dirs = sorted(LOG_DIR_PROPERTIES & set(self.broker_overrides))
+        if own_dirs and self.log_dir_mb:
+            raise ConfigError(
+                f"broker override {', '.join(own_dirs)} would move the log directory off the one the cluster "
+                "gives each broker (log_dir_mb): set log_dir_mb=0 to choose your own (no disk faults then)"
+            )
         if not _HEAP.match(self.heap):
             raise ConfigError(f"heap {self.heap!r} must look like '448m' or '1g'")
         if isinstance(self.client_paths, bool) or not isinstance(self.client_paths, int):
@@ -132,6 +153,17 @@ class ClusterConfig:
             raise ConfigError(
                 f"client_paths={self.client_paths} is out of range: 0..{MAX_CLIENT_PATHS} extra client paths"
             )
+        if (
+            isinstance(self.log_dir_mb, bool)
+            or not isinstance(self.log_dir_mb, int)
+            or (self.log_dir_mb != 0 and self.log_dir_mb < MIN_LOG_DIR_MB)
+        ):
+            raise ConfigError(
+                f"log_dir_mb={self.log_dir_mb!r} must be 0 (no log directory of its own) or an int >= "
+                f"{MIN_LOG_DIR_MB} (MB)"
+            )
+        if not isinstance(self.fake_clock, bool):
+            raise ConfigError(f"fake_clock must be True or False, not {self.fake_clock!r}")
         if not self.start_timeout_s > 0:
             raise ConfigError(f"start_timeout_s must be positive, not {self.start_timeout_s!r}")
         object.__setattr__(self, "broker_overrides", _frozen(self.broker_overrides))

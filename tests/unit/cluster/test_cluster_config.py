@@ -53,3 +53,23 @@ def test_overrides_win_and_are_frozen() -> None:
 def test_env_name_matches_the_image_convention() -> None:
     assert env_name("replica.lag.time.max.ms") == "KAFKA_REPLICA_LAG_TIME_MAX_MS"
     assert env_name("a_b.c-d") == "KAFKA_A__B_C___D"
+
+
+def test_log_directories_of_their_own_and_the_fake_clock_are_asked_for() -> None:
+    assert ClusterConfig().log_dir_mb == 0
+    assert ClusterConfig().fake_clock is False
+    assert ClusterConfig(log_dir_mb=256, fake_clock=True).log_dir_mb == 256
+    own = ClusterConfig(log_dir_mb=0, broker_overrides={"log.dirs": "/data"})
+    assert own.broker_overrides["log.dirs"] == "/data"
+
+
+@pytest.mark.parametrize("size", [-1, 1, 63, True, 1.5])
+def test_a_log_directory_too_small_or_not_a_size_is_refused(size: object) -> None:
+    with pytest.raises(ConfigError, match="log_dir_mb"):
+        ClusterConfig(log_dir_mb=size)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("key", ["log.dirs", "log.dir", "metadata.log.dir"])
+def test_moving_the_log_directory_needs_the_clusters_own_turned_off(key: str) -> None:
+    with pytest.raises(ConfigError, match="log_dir_mb=0"):
+        ClusterConfig(log_dir_mb=256, broker_overrides={key: "/elsewhere"})

@@ -55,12 +55,24 @@ class FakeNetwork:
         self.engine.networks.remove(self)
 
 
+@dataclass(eq=False)
+class FakeVolume:
+    engine: FakeEngine
+    name: str
+    attrs: dict[str, Any]
+
+    def remove(self, force: bool = False) -> None:
+        self.engine.calls.append(f"remove volume {self.name}")
+        self.engine.volumes.remove(self)
+
+
 @dataclass
 class FakeEngine:
     """The engine's containers and networks in memory; ``on_first_list`` runs after the first listing."""
 
     containers: list[FakeContainer] = field(default_factory=list)
     networks: list[FakeNetwork] = field(default_factory=list)
+    volumes: list[FakeVolume] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
     on_first_list: Callable[[], None] | None = None
 
@@ -91,6 +103,7 @@ class FakeClient:
         self.engine = engine
         self.containers = self
         self.networks = _Networks(engine)
+        self.volumes = _Volumes(engine)
 
     def list(
         self, *, all: bool = False, filters: dict[str, str], ignore_removed: bool = False
@@ -108,6 +121,16 @@ class _Networks:
         return self.engine.listed(
             [n for n in self.engine.networks if _matches(n.attrs["Labels"], filters["label"])]
         )
+
+
+@dataclass
+class _Volumes:
+    engine: FakeEngine
+
+    def list(self, *, filters: dict[str, list[str]]) -> list[FakeVolume]:
+        return [
+            v for v in self.engine.volumes if all(_matches(v.attrs["Labels"], f) for f in filters["label"])
+        ]
 
 
 def _engine() -> FakeEngine:
@@ -238,3 +261,16 @@ def test_the_leak_check_sweeps_only_its_own_runs(engine: FakeEngine) -> None:
         "chaos-exited",
         "someone-elses",
     }
+
+
+def test_log_directory_volumes_go_with_their_run_and_no_other_volume_does() -> None:
+    engine = _engine()
+    role = {f"{LABEL}.role": "logdirs"}
+    for run in ("live", "dead", "reaped"):  # "reaped": its reaper removed its containers, not its volumes
+        engine.volumes.append(FakeVolume(engine, f"chaos-{run}-logdir-1", {"Labels": {LABEL: run, **role}}))
+    engine.volumes.append(FakeVolume(engine, "chaos-dead-data", {"Labels": {LABEL: "dead"}}))  # not a log dir
+    engine.volumes.append(FakeVolume(engine, "someone-elses", {"Labels": {"app": "db"}}))
+    result = sweep(client=FakeClient(engine))
+    assert sorted(result.volumes) == ["chaos-dead-logdir-1", "chaos-reaped-logdir-1"]
+    assert {v.name for v in engine.volumes} == {"chaos-live-logdir-1", "chaos-dead-data", "someone-elses"}
+    assert sweep("live", client=FakeClient(engine)).volumes == ("chaos-live-logdir-1",)
