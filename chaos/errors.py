@@ -87,6 +87,11 @@ class FaultError(ChaosError):
     """A fault could not be injected or healed; the message says which and how to clean up."""
 
 
+class FaultUnsupported(FaultError, ClusterError):
+    """This cluster cannot take a fault of this kind (its image or configuration lacks what the fault needs: a
+    clock fault's libfaketime, a disk fault's log directory of its own); the message names the fix."""
+
+
 class PlanError(ChaosError, ValueError):
     """A fault plan is invalid or cannot be parsed; the message names the offending step."""
 

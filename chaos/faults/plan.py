@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from chaos.errors import PlanError
 from chaos.faults.base import Fault, FaultLog, Param
+from chaos.faults.clock import ClockDrift, ClockJump
+from chaos.faults.disk import DiskFull
 from chaos.faults.network import IsolateFromQuorum, NetworkCut, Partition, ReplicationCut
 from chaos.faults.operations import PreferredElection, ReassignReplicas, RemoveBroker
 from chaos.faults.process import Crash, Pause, Stop
@@ -61,6 +63,11 @@ KINDS: tuple[str, ...] = (
     "preferred_election",
     "reassign_replicas",
 )
+OPT_IN_KINDS: tuple[str, ...] = ("clock_jump", "clock_drift", "disk_full")
+"""Faults on one broker's clock and disk: drawn only when named (``kinds=ALL_KINDS`` or a list of them), so
+every plan drawn with the default :data:`KINDS` (the seeds the catalog and the docs quote) stays as it was."""
+ALL_KINDS: tuple[str, ...] = KINDS + OPT_IN_KINDS
+"""Every kind a plan step may name."""
 TOPIC_KINDS: tuple[str, ...] = ("preferred_election", "reassign_replicas", "replication_cut")
 """Faults on a partition of the plan's topic (target: its leader or a follower, which names the partition):
 drawn only when :func:`generate_plan` is given a topic."""
@@ -81,8 +88,8 @@ class FaultStep:
     params: tuple[tuple[str, Param], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise PlanError(f"fault kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.kind not in ALL_KINDS:
+            raise PlanError(f"fault kind {self.kind!r} is not one of {', '.join(ALL_KINDS)}")
         if self.at_s < 0 or self.duration_s <= 0:
             raise PlanError(
                 f"step {self.kind} needs at_s >= 0 and duration_s > 0 (got {self.at_s}, {self.duration_s})"
@@ -279,6 +286,16 @@ class _Draw:
         return LeaderOf(self.topic, self.partition(rng))
 
 
+_MIN_WINDOW_S: Final[dict[str, float]] = {"clock_jump": 4.0, "clock_drift": 4.0}
+"""A clock fault's offset reaches the broker's JVM up to a second after it is written and is proven by the
+lines the broker logs later: its window leaves time for both."""
+
+
+def min_window_s(kind: str) -> float:
+    """The shortest window in which a step of ``kind`` can prove it landed (0: no floor of its own)."""
+    return _MIN_WINDOW_S.get(kind, 0.0)
+
+
 DELAY_MARGIN_S: Final = 2.0
 """A toxic that holds traffic back (latency, reset_peer's timeout) lasts this much longer than its delay."""
 
@@ -307,6 +324,11 @@ def _draw_step(rng: random.Random, kind: str, draw: _Draw) -> tuple[Target, dict
         return FollowerOf(draw.topic, draw.partition(rng), rng.randint(0, 1)), {}
     if kind == "partition":
         return ActiveController(), {}
+    if kind == "clock_jump":  # seconds, either way: a step NTP would slew for hours is stepped
+        return draw.target(rng), {"by": rng.choice((-1, 1)) * rng.randint(5, 600)}
+    if kind == "clock_drift":  # 1.25..4 times fast, or 0.25..0.8 times slow
+        rate = rng.uniform(1.25, 4.0) if rng.random() < 0.5 else rng.uniform(0.25, 0.8)
+        return draw.target(rng), {"rate": round(rate, 3)}
     if kind not in TOXIC_KINDS:
         return draw.target(rng), {}
     paths = rng.choice(_PATH_CHOICES)
@@ -375,9 +397,9 @@ def generate_plan(
     ``concurrency``: at most this many faults at once (1: one after another, a gap between);
     :data:`CLUSTER_KINDS` always run alone. ``rotate_s`` / ``quiet``: see :class:`_Rotation`.
     """
-    unknown = [k for k in kinds if k not in KINDS]
+    unknown = [k for k in kinds if k not in ALL_KINDS]
     if unknown or not kinds:
-        raise PlanError(f"kinds {unknown or kinds!r} not in {', '.join(KINDS)}")
+        raise PlanError(f"kinds {unknown or kinds!r} not in {', '.join(ALL_KINDS)}")
     drawable = [k for k in kinds if topic is not None or k not in TOPIC_KINDS]
     if not drawable:
         raise PlanError(f"kinds {kinds!r} are operations on a topic: give generate_plan a topic")
@@ -437,7 +459,7 @@ def _draw_steps(
             now = _ms(max(end for end, _ in active) + 0.5)
             continue
         target, params = _draw_step(rng, kind, draw)
-        length = max(length, _held_at_least(params))
+        length = max(length, _held_at_least(params), min_window_s(kind))
         if now + length > duration_s:
             break
         steps.append(FaultStep(now, length, kind, target, tuple(sorted(params.items()))))
@@ -462,6 +484,9 @@ _BUILDERS: dict[str, Callable[..., Fault]] = {
     "slicer": Slicer,
     "limit_data": LimitData,
     "remove_broker": RemoveBroker,
+    "clock_jump": ClockJump,
+    "clock_drift": ClockDrift,
+    "disk_full": DiskFull,
 }
 
 

@@ -7,7 +7,8 @@ candidate a whole new run judged by its verdict (``fail``: the failure is still 
    the last chunk first, since a candidate's workload ends :attr:`Shrinker.tail_s` after its last heal and
    a plan without its late faults is the shortest to replay; a candidate that still fails becomes the plan
    (``n`` back towards 2), else ``n`` doubles, until single steps were tried;
-2. **shorten windows**: each remaining step's duration halved (not below :data:`MIN_STEP_S`);
+2. **shorten windows**: each remaining step's duration halved (not below :data:`MIN_STEP_S`, nor below
+   the window its kind needs to prove it landed: a clock fault's, :func:`~chaos.faults.plan.min_window_s`);
 3. **confirm**, only when no smaller plan failed: the run's own plan replayed — a failure that does not
    come back is not shrunk (the result is inconclusive). A smaller plan that failed already proves the
    failure comes back, and a full-length replay costs as long as the run.
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
-from chaos.faults.plan import FaultStep, Plan
+from chaos.faults.plan import FaultStep, Plan, min_window_s
 from chaos.faults.targets import describe_target
 from chaos.run.files import write_atomic
 from chaos.run.layout import PLAN_NAME, SCENARIO_NAME
@@ -160,7 +161,7 @@ class Shrinker:
         for index in range(len(best.steps)):
             step = best.steps[index]
             shorter = round(step.duration_s / 2, 3)
-            if shorter < MIN_STEP_S:
+            if shorter < max(MIN_STEP_S, min_window_s(step.kind)):
                 continue
             steps = list(best.steps)
             steps[index] = replace(step, duration_s=shorter)

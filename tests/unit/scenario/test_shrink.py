@@ -108,3 +108,24 @@ def test_only_a_failing_run_is_shrunk(tmp_path: Path) -> None:
     assert run_verdict(tmp_path) == "error"  # no audit.json: the run crashed
     with pytest.raises(ScenarioError, match="verdict is error: only a failing run is shrunk"):
         shrink_run(tmp_path)
+
+
+def test_clock_and_disk_steps_shrink_like_any_other_and_keep_the_window_they_need(tmp_path: Path) -> None:
+    """A plan drawn with the opt-in kinds: the failing disk fault is found, and a clock step's window is
+    never halved below what its proof of landing needs."""
+    disk = FaultStep(20.0, 8.0, "disk_full", 2)
+    jump = FaultStep(3.0, 6.0, "clock_jump", 1, (("by", -90),))
+    plan = Plan(5, 3, (jump, FaultStep(12.0, 5.0, "clock_drift", 3, (("rate", 2.5),)), disk), 120.0)
+    asked: list[Plan] = []
+
+    def oracle(candidate: Plan, out: Path) -> Outcome:
+        asked.append(candidate)
+        out.mkdir(parents=True)
+        kinds = {s.kind for s in candidate.steps}
+        return ("fail" if {"disk_full", "clock_jump"} <= kinds else "pass"), out
+
+    smallest = Shrinker(plan, oracle, tmp_path, max_tries=30).run()
+    assert smallest is not None
+    assert [s.kind for s in smallest.steps] == ["clock_jump", "disk_full"]
+    assert [s.duration_s for s in smallest.steps] == [6.0, 4.0]  # 6 s halved is 3 s: below a clock's 4 s
+    assert all(s.duration_s >= 4.0 for p in asked for s in p.steps if s.kind.startswith("clock"))
