@@ -21,7 +21,7 @@ import pytest
 from chaos.cluster.cluster import KafkaCluster
 from chaos.cluster.config import ClusterConfig
 from chaos.faults.base import FaultLog
-from chaos.faults.clock import RELOAD_S, ClockDrift, ClockJump, log_skews
+from chaos.faults.clock import RELOAD_S, SETTLE_S, ClockDrift, ClockJump, log_skews
 from chaos.faults.disk import STORAGE_ERROR, DiskFull
 from chaos.faults.heal import heal_all
 from chaos.faults.targets import LeaderOf, resolve
@@ -118,7 +118,8 @@ def test_a_clock_jump_moves_the_leaders_log_timestamps_and_log_append_time(
         during = append_time_offset(bootstrap, topic)
         # a topic created now makes every broker log a few lines with its own clock
         cluster.create_topic(f"{topic}-x", partitions=1, replication_factor=3)
-        lines = log_skews(cluster, leader, since=time.time() - 5)
+        assert jump.set_at is not None
+        lines = log_skews(cluster, leader, since=jump.set_at + SETTLE_S)
     time.sleep(RELOAD_S + 0.5)
     after = append_time_offset(bootstrap, topic)
     record = log.records()[0]
