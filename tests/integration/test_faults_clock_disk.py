@@ -2,7 +2,7 @@
 
 A clock jump moves the leader's log timestamps and the LogAppendTime it gives a record; a drift makes that
 offset grow; a full log directory makes the broker log the storage error and give up its leaderships.
-Numbers are printed (run with ``-s``) and summarised in docs/faults.md, "Clock and disk faults". The tests
+Numbers are printed (run with ``-s``) and logged in docs/measurements.md. The tests
 share a cluster of their own that opts in to both (``fake_clock=True``, ``log_dir_mb``), started once for
 the module and closed after it.
 """
