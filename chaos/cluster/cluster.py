@@ -237,7 +237,8 @@ class KafkaCluster:
         if self._log_keeper is None:
             raise ClusterError(
                 f"cluster {self.run_id} has no log directories of its own (ClusterConfig.log_dir_mb=0)\n"
-                f"  fix: start it with ClusterConfig(log_dir_mb={DEFAULT_LOG_DIR_MB}) to run disk faults"
+                f"  fix: start it with ClusterConfig(log_dir_mb={DEFAULT_LOG_DIR_MB}) to run disk faults; a "
+                f"scenario asks for it with Scenario(cluster=ClusterNeeds(log_dir_mb={DEFAULT_LOG_DIR_MB}))"
             )
         return self._log_keeper, KEEPER_LOG_ROOT
 

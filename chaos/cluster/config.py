@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from chaos import versions
@@ -70,6 +70,48 @@ _HEAP = re.compile(r"^\d+[mMgG]$")
 
 def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(sorted(mapping.items())))
+
+
+@dataclass(frozen=True)
+class ClusterNeeds:
+    """What a scenario needs of the cluster it runs on, beyond what any cluster has: a wall clock the clock
+    faults can move (``fake_clock``), log directories of the brokers' own at least ``log_dir_mb`` large for
+    the disk faults. The pytest plugin starts the session's cluster again with them when a scenario needs
+    what it lacks, and keeps them for the rest of the session (``Scenario(cluster=ClusterNeeds(...))``)."""
+
+    fake_clock: bool = False
+    log_dir_mb: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fake_clock, bool):
+            raise ConfigError(f"ClusterNeeds.fake_clock must be True or False, not {self.fake_clock!r}")
+        if (
+            isinstance(self.log_dir_mb, bool)
+            or not isinstance(self.log_dir_mb, int)
+            or (self.log_dir_mb != 0 and self.log_dir_mb < MIN_LOG_DIR_MB)
+        ):
+            raise ConfigError(
+                f"ClusterNeeds.log_dir_mb={self.log_dir_mb!r} must be 0 (none needed) or an int >= "
+                f"{MIN_LOG_DIR_MB} (MB; {DEFAULT_LOG_DIR_MB} is the usual size)"
+            )
+
+    def met_by(self, config: ClusterConfig) -> bool:
+        """A cluster of ``config`` has everything needed."""
+        return (config.fake_clock or not self.fake_clock) and config.log_dir_mb >= self.log_dir_mb
+
+    def applied_to(self, config: ClusterConfig) -> ClusterConfig:
+        """``config`` with what is needed added (nothing it has is taken away)."""
+        return replace(
+            config,
+            fake_clock=config.fake_clock or self.fake_clock,
+            log_dir_mb=max(config.log_dir_mb, self.log_dir_mb),
+        )
+
+    def describe(self) -> str:
+        parts = (["a fakeable wall clock"] if self.fake_clock else []) + (
+            [f"log directories of {self.log_dir_mb} MB"] if self.log_dir_mb else []
+        )
+        return " and ".join(parts) or "nothing special"
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,8 @@ _LOG4J_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
 _FIX = (
     "  fix: clock faults need a cluster started with ClusterConfig(fake_clock=True) on the local Kafka "
     "image, whose entry point then preloads libfaketime into the broker (CHAOS_IMAGES=local, then "
-    "`chaos images ensure`); the official image cannot load it"
+    "`chaos images ensure`); a scenario asks for it with Scenario(cluster=ClusterNeeds(fake_clock=True)); "
+    "the official image cannot load it"
 )
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from chaos.audit.run import Engine
     from chaos.cluster.cluster import KafkaCluster
-    from chaos.cluster.config import ClusterConfig
+    from chaos.cluster.config import ClusterConfig, ClusterNeeds
     from chaos.cluster.images import ImageSet
     from chaos.faults.nemesis import Nemesis
     from chaos.faults.plan import Plan
@@ -79,7 +79,14 @@ class ClusterHolder:
         self.run_ids = run_ids
         self.cluster: KafkaCluster | None = None
 
-    def get(self) -> KafkaCluster:
+    def get(self, needs: ClusterNeeds | None = None) -> KafkaCluster:
+        """The session's cluster; started again with what ``needs`` adds when it lacks it (and kept so for
+        the rest of the session, so scenarios that need it do not restart it each)."""
+        if needs is not None and not needs.met_by(self.config):
+            self.config = needs.applied_to(self.config)
+            if self.cluster is not None:
+                print(f"chaos: a scenario needs {needs.describe()}: the session's cluster starts again")
+            self.discard()
         if self.cluster is None:
             from chaos.cluster.cluster import KafkaCluster
 
@@ -115,11 +122,13 @@ def _chaos_cluster_holder(
 def kafka_cluster(
     request: pytest.FixtureRequest, _chaos_cluster_holder: ClusterHolder, run_dir: Path
 ) -> Iterator[KafkaCluster]:
-    """The session's cluster (started once, reused). After each test: every fault healed, the topics the
-    test created deleted, and every ISR full — else the cluster is rebuilt for the next test."""
+    """The session's cluster (started once, reused; started again when a scenario's ``cluster`` needs what
+    it lacks). After each test: every fault healed, the topics the test created deleted, and every ISR
+    full — else the cluster is rebuilt for the next test."""
     from chaos.faults.heal import heal_all
 
-    cluster = _chaos_cluster_holder.get()
+    scenario = getattr(getattr(request.node, "function", None), "scenario", None)
+    cluster = _chaos_cluster_holder.get(getattr(scenario, "cluster", None))
     before = cluster.topics(internal=False)
     try:
         yield cluster

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
 
+from chaos.cluster.config import ClusterNeeds
 from chaos.errors import ChaosError, ConfigError
 from chaos.run.manifest import ExpectedSymptom
 from chaos.run.terms import GUARANTEES, VERDICTS, Verdict
@@ -213,6 +214,8 @@ class Scenario:
 
     ``guarantee``, ``expected_verdict``, ``client`` (a :class:`~chaos.workload.ClientProfile`),
     ``client_profile``, ``client_guarantee`` and the ``*_config`` mappings are defaults for every variant.
+    ``cluster``: what the scenario's faults need of the cluster (a clock or disk fault:
+    :class:`~chaos.cluster.config.ClusterNeeds`); the plugin gives the test a cluster that has it.
     """
 
     scenario_id: str
@@ -234,6 +237,7 @@ class Scenario:
     producer_config: Mapping[str, Setting] = field(default_factory=dict)
     consumer_config: Mapping[str, Setting] = field(default_factory=dict)
     topic_config: Mapping[str, Setting] = field(default_factory=dict)
+    cluster: ClusterNeeds = field(default_factory=ClusterNeeds)
 
     def __post_init__(self) -> None:
         if not isinstance(self.scenario_id, str) or not _ID.fullmatch(self.scenario_id):
@@ -271,6 +275,11 @@ class Scenario:
         for name in ("remediation", "expected_symptoms", "related"):
             if not isinstance(getattr(self, name), tuple):
                 raise ScenarioDefinitionError(f"Scenario {self.scenario_id}: {name} must be a tuple")
+        if not isinstance(self.cluster, ClusterNeeds):
+            raise ScenarioDefinitionError(
+                f"Scenario {self.scenario_id}: cluster must be a ClusterNeeds (chaos.cluster.config); "
+                f"got {self.cluster!r}"
+            )
 
     def variant(self, name: str) -> Variant:
         for variant in self.variants:

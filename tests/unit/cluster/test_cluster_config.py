@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chaos import versions
-from chaos.cluster.config import CI_BROKER_CONFIG, ClusterConfig, env_name
+from chaos.cluster.config import CI_BROKER_CONFIG, ClusterConfig, ClusterNeeds, env_name
 from chaos.errors import ConfigError
 
 
@@ -73,3 +73,36 @@ def test_a_log_directory_too_small_or_not_a_size_is_refused(size: object) -> Non
 def test_moving_the_log_directory_needs_the_clusters_own_turned_off(key: str) -> None:
     with pytest.raises(ConfigError, match="log_dir_mb=0"):
         ClusterConfig(log_dir_mb=256, broker_overrides={key: "/elsewhere"})
+
+
+def test_cluster_needs_are_met_or_added_without_taking_anything_away() -> None:
+    plain = ClusterConfig()
+    disk = ClusterNeeds(log_dir_mb=256)
+    clock = ClusterNeeds(fake_clock=True)
+    assert ClusterNeeds().met_by(plain)
+    assert not disk.met_by(plain)
+    assert not clock.met_by(plain)
+    with_disk = disk.applied_to(plain)
+    assert (with_disk.log_dir_mb, with_disk.fake_clock) == (256, False)
+    both = clock.applied_to(with_disk)
+    assert (both.log_dir_mb, both.fake_clock) == (256, True)
+    assert disk.met_by(both)
+    assert clock.met_by(both)
+    assert ClusterNeeds(log_dir_mb=128).met_by(both)  # a larger directory serves a smaller need
+    assert ClusterNeeds(log_dir_mb=128).applied_to(both) == both
+    assert not ClusterNeeds(log_dir_mb=512).met_by(both)
+    assert disk.describe() == "log directories of 256 MB"
+    assert ClusterNeeds(True, 1024).describe() == "a fakeable wall clock and log directories of 1024 MB"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"log_dir_mb": 10}, "must be 0 .* or an int >= 64"),
+        ({"log_dir_mb": True}, "must be 0"),
+        ({"fake_clock": "yes"}, "must be True or False"),
+    ],
+)
+def test_cluster_needs_refuse_what_no_cluster_could_be(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ClusterNeeds(**kwargs)  # type: ignore[arg-type]
