@@ -50,30 +50,9 @@ the run inconclusive.
 
 from __future__ import annotations
 
-import contextlib
-import time
-from collections.abc import Collection, Sequence
-
-from chaos.faults.base import Fault, FaultRecord
 from chaos.faults.process import Crash
-from chaos.history import Event, SendOutcome
-from chaos.scenario import (
-    ExpectedSymptom,
-    ReplicationCut,
-    Scenario,
-    ScenarioRun,
-    Variant,
-    chaos_scenario,
-    views,
-)
-from chaos.scenario.load import steady_load
-
-RATE = 50.0
-CUT_BEFORE_CRASH_S = 2.5
-CUT_DONE = "cut-done"
-"""The mark written once both replication cuts are in place (after the second inject returned)."""
-SETTLE_S = 0.5
-"""Acks this soon after the cut was done may have been replicated before it: not counted."""
+from chaos.scenario import ExpectedSymptom, Scenario, ScenarioRun, Variant, chaos_scenario
+from chaos.scenario.leaderloss import leader_lost_before_replication
 
 SCENARIO = Scenario(
     scenario_id="producer_acks1_leader_crash_before_replication",
@@ -119,114 +98,6 @@ SCENARIO = Scenario(
 )
 
 
-def _state(run: ScenarioRun, partition: int) -> tuple[int | None, tuple[int, ...]]:
-    state = run.cluster.partition(run.topic, partition)
-    return state.leader, tuple(state.isr)
-
-
-def acked_during_cut(
-    events: Sequence[Event], led: Collection[int], crash: Fault | FaultRecord
-) -> list[SendOutcome]:
-    """The writes to L's partitions (``led``) acknowledged while the followers could not fetch: from
-    :data:`SETTLE_S` after the :data:`CUT_DONE` mark to the crash's own inject event — found by name and by
-    the fault's identity, whatever notes (a gate run's) or other faults the history holds."""
-    cut_done = views.mark(events, CUT_DONE)
-    crashed = views.fault_event(events, crash, "inject")
-    return [
-        e
-        for e in views.outcomes(events, "ok")
-        if e.partition in led and cut_done.mono + SETTLE_S < e.mono < crashed.mono
-    ]
-
-
 @chaos_scenario(SCENARIO)
 def test_l2(run: ScenarioRun) -> None:
-    variant = run.variant.name
-    run.create_topic(partitions=3, replication_factor=3)
-    producer = steady_load(run, rate=RATE, duration_s=120.0, flush_timeout_s=10.0)
-
-    target = run.target_partition()
-    leader, partition = target.leader, target.partition
-    followers = tuple(b for b in target.replicas if b != leader)
-    led = {s.partition for s in run.cluster.describe_partitions([run.topic]) if s.leader == leader}
-    cuts = [run.fault(ReplicationCut, f, leader) for f in followers]
-    for cut in cuts:
-        cut.inject()
-    run.mark(CUT_DONE)
-    run.note(f"followers {followers} cut from leader {leader} (partitions {sorted(led)})")
-    time.sleep(CUT_BEFORE_CRASH_S)
-    isr_at_crash = _state(run, partition)[1]
-    crash = run.fault(Crash, leader)
-    crash.inject()
-    fence_s: float | None = None
-    with contextlib.suppress(AssertionError):  # a precondition, recorded after finish()
-        fence_s = run.wait_until(
-            f"a new leader of p{partition}", lambda: _state(run, partition)[0] not in (leader, None), 40
-        )
-    new_leader = _state(run, partition)[0]
-    fenced = f"{fence_s:.1f} s" if fence_s is not None else "not within 40 s"
-    run.note(f"p{partition}: leader {new_leader} {fenced} after the crash of {leader}")
-    for cut in cuts:
-        cut.heal()
-    acked_at_move = len(views.acked_ids(run.events()))
-    crash.heal()
-    run.wait_for(
-        "writes acknowledged again",
-        lambda ev: len(views.acked_ids(ev)) >= acked_at_move + RATE,
-        30,
-    )
-    producer.stop()
-    run.wait_caught_up(40)
-    result = run.finish()
-
-    events = result.events
-    cut_at = min((views.fault_event(events, cut) for cut in cuts), key=lambda e: e.mono)
-    crashed = views.fault_event(events, crash)
-    lost = dict(result.audit.facts.anomalies)["lost_acked"].examples
-    # Both cuts in place (the mark is written after the second inject returned) until the crash.
-    acked_led_during = acked_during_cut(events, led, crash)
-    spans = views.leader_timeline(events, run.topic, partition, process="introspect")
-    timeline = [(s.leader, round(s.first_mono - crashed.mono, 1), s.samples) for s in spans]
-    not_ok = [e for e in views.outcomes(events) if e.outcome != "ok"]
-    print(
-        f"\n{variant}: leader {leader} of p{partition} (leads {sorted(led)}), followers {followers}; ISR at "
-        f"the crash {isr_at_crash}; new leader {new_leader} {fenced} after the crash; acks on L's "
-        f"partitions between cuts + 0.5 s and crash: {len(acked_led_during)}; non-ok sends {len(not_ok)} "
-        f"{sorted({e.error or '' for e in not_ok})}; timeline {timeline}"
-    )
-
-    assert result.count("unseen_by_group") == 0
-    # The followers were still in the ISR when L died: a clean election of a follower.
-    in_isr = result.precondition(
-        f"P's followers {followers} were still in its ISR when L ({leader}) was killed",
-        set(isr_at_crash) == {leader, *followers},
-        f"ISR at the crash {isr_at_crash}",
-    )
-    elected = result.precondition(
-        f"a follower of L was elected leader of p{partition} (a clean election)",
-        fence_s is not None and new_leader in followers,
-        f"leader {new_leader} {fenced} after the crash; timeline {timeline}",
-    )
-    parts = ", ".join(map(str, sorted(led)))
-    during = (
-        f"{len(acked_led_during)} acks on partitions {parts} between the cuts + {SETTLE_S} s and the crash"
-    )
-    if variant == "vulnerable":
-        acked_alone = result.precondition(
-            "acks=1: L acknowledged writes alone while its followers could not fetch",
-            bool(acked_led_during),
-            during,
-        )
-        if in_isr and elected and acked_alone:
-            assert result.count("lost_acked") > 0
-            assert "lost_acked" in result.audit.failed_by
-            # Lost: values L acknowledged alone, on its partitions, between the cut and the crash.
-            assert all(e.partition in led for e in lost), lost
-            assert all(e.ts is not None and cut_at.ts <= e.ts <= crashed.ts + 1.0 for e in lost), lost
-    else:
-        result.precondition(
-            "the cut held: no write to L's partitions acknowledged (acks=all) while the followers were cut",
-            not acked_led_during,
-            f"{during}: {views.values_text(e.value_id for e in acked_led_during)}",
-        )
-        assert result.count("lost_acked") == 0
+    leader_lost_before_replication(run, Crash, "killed")

@@ -85,6 +85,9 @@ CONSUMER_OUTAGE: Final[Mapping[str, Outage]] = MappingProxyType(
         ),
         "L1": Outage(8.0, "the leader is cut off: its partition is read again once it is fenced (6 s)"),
         "L2": Outage(8.0, "the leader is killed: its partition is read again after the election (6 s)"),
+        "DF1": Outage(
+            8.0, "the leader's disk fills and it shuts down: its partition is read again after the election"
+        ),
         "L6": Outage(
             10.0,
             "300 records written first; the member is killed 3.5 s into its batch and its successor is "

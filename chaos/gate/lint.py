@@ -298,9 +298,10 @@ RULES: Final[tuple[Rule, ...]] = (
             "a write is acknowledged before any follower has it; if the leader dies while its followers lag "
             "(still in the ISR), one of them is elected cleanly and the acknowledged writes are truncated; "
             "the new leader reuses their offsets (L2: 61-88 acknowledged writes lost, as many "
-            "inconsistent_offsets). min.insync.replicas does not apply to acks=1"
+            "inconsistent_offsets; DF1: the same with the leader lost to a full disk). min.insync.replicas "
+            "does not apply to acks=1"
         ),
-        cases=("L2", "RN1"),
+        cases=("L2", "DF1", "RN1"),
         fix="acks=all (librdkafka's default) with min.insync.replicas=2",
     ),
     Rule(

@@ -65,7 +65,7 @@ def test_the_weak_example_is_not_kept_naming_the_keys_and_cases(examples: Path) 
     assert "enable.auto.commit=true  (librdkafka default)" in output
     for rule in ("acks_1", "unclean_election", "commit_before_processing", "retries_reorder"):
         assert f"x {rule}:" in output
-    assert "cases: ISR2, L2, L4, L6, O1" in output
+    assert "cases: DF1, ISR2, L2, L4, L6, O1" in output
     assert _listing(examples.parent) == before, "--check-only wrote files"
 
 
@@ -129,8 +129,8 @@ def test_the_full_run_without_a_docker_engine_exits_2_with_the_fix(examples: Pat
     assert elapsed < 20
     assert "NOT KEPT: at_least_once" in output  # the lint ran first
     assert (
-        "Cases the full gate runs (the default set that applies, and added by the lint: L6, O1, RN1; time "
-        "profile ci): PB1, ISR2, MPI1, L2, L6, D1, O1, RN1"
+        "Cases the full gate runs (the default set that applies, and added by the lint: L6, O1, DF1, RN1; "
+        "time profile ci): PB1, ISR2, MPI1, L2, L6, D1, O1, DF1, RN1"
     ) in output
     assert "no Docker engine answers" in output
     assert "this is not a verdict" in output

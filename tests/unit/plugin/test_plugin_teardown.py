@@ -220,7 +220,7 @@ def test_the_cluster_is_healed_even_when_capturing_logs_fails(
     log = pytester.path / "teardown.log"
     cluster = FakeCluster(log)
     monkeypatch.setattr(chaos.faults.heal, "heal_all", lambda c: cluster._note(f"heal {c.run_id}"))
-    monkeypatch.setattr(chaos.plugin.fixtures.ClusterHolder, "get", lambda self: cluster)
+    monkeypatch.setattr(chaos.plugin.fixtures.ClusterHolder, "get", lambda self, needs=None: cluster)
     pytester.makeconftest(
         """
         import pytest

@@ -14,7 +14,7 @@ import pytest
 from chaos.faults.base import FaultRecord
 from chaos.history import ClientLog, Event, FaultEvent, SendOutcome, json_text
 from chaos.scenario import views
-from scenarios.test_l2_acks1_leader_crash import CUT_DONE, SETTLE_S, acked_during_cut
+from chaos.scenario.leaderloss import CUT_DONE, SETTLE_S, acked_during_cut
 
 T0: Final = 1_700_000_000.0
 RUN: Final = "l2-gate-x1"
