@@ -107,8 +107,9 @@ def leader_lost_before_replication(run: ScenarioRun, lose: type[Fault], how: str
     not_ok = [e for e in views.outcomes(events) if e.outcome != "ok"]
     print(
         f"\n{variant}: leader {leader} of p{partition} (leads {sorted(led)}), followers {followers}; ISR at "
-        f"the loss {isr_at_loss}; new leader {new_leader} {fenced} after the crash; acks on L's "
-        f"partitions between cuts + 0.5 s and crash: {len(acked_led_during)}; non-ok sends {len(not_ok)} "
+        f"the loss {isr_at_loss}; new leader {new_leader} {fenced} after L was {how}; acks on L's "
+        f"partitions between cuts + {SETTLE_S} s and the loss: {len(acked_led_during)}; non-ok sends "
+        f"{len(not_ok)} "
         f"{sorted({e.error or '' for e in not_ok})}; timeline {timeline}"
     )
 
