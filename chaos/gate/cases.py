@@ -106,6 +106,10 @@ CONSUMER_OUTAGE: Final[Mapping[str, Outage]] = MappingProxyType(
         ),
         "O6": Outage(8.0, "the transform is killed and its successor assigned once its session expires"),
         "RN1": Outage(20.0, "random faults for 60 s; the longest single fault stalls a partition"),
+        "CJ1": Outage(
+            15.0,
+            "the group stops after its first values and comes back once the leader's clock is real again",
+        ),
         "SV1": Outage(
             12.0,
             "the output's leader is down 10 s, one service instance killed in it: the records it held wait "
