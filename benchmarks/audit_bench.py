@@ -74,8 +74,8 @@ def generate(run_dir: Path, records: int) -> None:
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
     from chaos.audit.source import LOG_SCHEMA
-    from chaos.history.files import RunDir
     from chaos.history.schema import ARROW_SCHEMA, schema_metadata
+    from chaos.history.segments import RunDir
 
     rd = RunDir.of(run_dir)
     rd.history_dir.mkdir(parents=True)
@@ -242,7 +242,7 @@ def worker(engine: str, run_dir: Path, out: Path, cores: int, memory_mb: int) ->
     if engine == "reference":
         import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
-        from chaos.audit.model import LogRecord
+        from chaos.audit.facts import LogRecord
         from chaos.audit.reference import reference_audit
         from chaos.history.reader import read_events
 

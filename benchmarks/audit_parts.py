@@ -103,7 +103,7 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
     from pyspark.sql import functions as F
 
     import chaos.audit.sparkjob as job
-    from chaos.audit.model import DEFAULT_OPTIONS
+    from chaos.audit.facts import DEFAULT_OPTIONS
     from chaos.audit.sizing import sized
     from chaos.audit.spark import spark_session
     from chaos.history.reader import to_spark

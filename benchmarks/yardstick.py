@@ -9,12 +9,12 @@ It reads what :mod:`benchmarks.audit_bench` writes — ``history/events.parquet`
   ``duplicate_delivery_after_rebalance``, ``duplicate_delivery_other``, ``reordered`` and
   ``inconsistent_offsets``, each defined as in :mod:`chaos.audit.reference` (docs/audit.md, "Definitions");
 - per fault window (:func:`chaos.history.windows.fault_windows`' pairing), the ack latency before / during /
-  after it: count and the nearest-rank percentiles of :data:`chaos.audit.model.PERCENTILES`.
+  after it: count and the nearest-rank percentiles of :data:`chaos.audit.facts.PERCENTILES`.
 
 Transactions are not modelled: on a run without ``txn`` markers (the benchmark's, and any run whose
 producers are not transactional) these figures are exactly the reference's; with transactions a send's
 status, a rolled-back delivery and a pending value differ, and the yardstick is not a judge there.
-``figures_from_facts`` takes the same figures out of an engine's :class:`~chaos.audit.model.AuditFacts`
+``figures_from_facts`` takes the same figures out of an engine's :class:`~chaos.audit.facts.AuditFacts`
 (as ``dataclasses.asdict`` gives them), so the two compare with ``==``.
 """
 
@@ -27,7 +27,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Final
 
-from chaos.audit.model import PERCENTILES, Totals
+from chaos.audit.facts import PERCENTILES, Totals
 
 TOTALS: Final[tuple[str, ...]] = tuple(f.name for f in fields(Totals))
 COUNTS: Final[tuple[str, ...]] = (
@@ -40,7 +40,7 @@ COUNTS: Final[tuple[str, ...]] = (
     "reordered",
     "inconsistent_offsets",
 )
-"""The anomalies the yardstick counts (in :data:`chaos.audit.model.ANOMALIES` order)."""
+"""The anomalies the yardstick counts (in :data:`chaos.audit.facts.ANOMALIES` order)."""
 PHASES: Final[tuple[str, ...]] = ("before", "during", "after")
 WINDOW_KEYS: Final[tuple[str, ...]] = ("fault", "target", "inject_mono", "heal_mono")
 DEFAULT_THREADS: Final = 2

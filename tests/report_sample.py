@@ -420,7 +420,7 @@ def _write_scenario(path: Path, t0: float, seconds: int, hostile: bool, crashed:
 
 
 def _write_audit(path: Path, t0: float, mono0: float, hostile: bool, clean: bool) -> None:
-    from chaos.audit.model import (
+    from chaos.audit.facts import (
         ANOMALIES,
         AnomalyReport,
         AuditFacts,

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Final
 
-from chaos.audit.model import PartitionRange
+from chaos.audit.facts import PartitionRange
 from chaos.audit.verdict import AuditResult
 from chaos.report.attribution import partition_name
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from chaos.audit.model import Removal
+from chaos.audit.facts import Removal
 
 RemovalKind = Literal["expired", "compacted"]
 REMOVAL_KINDS: Final[tuple[str, ...]] = ("expired", "compacted")

@@ -13,8 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from chaos.audit.logpolicy import LogPolicies
-from chaos.audit.model import (
+from chaos.audit.facts import (
     ANOMALIES,
     DEFAULT_OPTIONS,
     ISOLATION_LEVELS,
@@ -43,6 +42,7 @@ from chaos.audit.model import (
     nearest_rank,
     txn_attempts,
 )
+from chaos.audit.logpolicy import LogPolicies
 from chaos.history.windows import fault_windows
 from chaos.run.events import (
     Commit,
@@ -792,7 +792,7 @@ def _service_gaps(
 
 
 def _lag_series(rows: dict[tuple[str, int], list[_Row]], end: float) -> tuple[LagPoint, ...]:
-    """The group's offset lag at :data:`~chaos.audit.model.LAG_POINTS` points from its first delivery to its
+    """The group's offset lag at :data:`~chaos.audit.facts.LAG_POINTS` points from its first delivery to its
     last event: per partition (from its first delivery on) the highest readable offset minus the highest
     delivered one, summed."""
     start = min(r[0] for of_partition in rows.values() for r in of_partition if r[2] == 1)

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from chaos.audit.auditfile import write_audit
+from chaos.audit.facts import DEFAULT_OPTIONS, ISOLATION_LEVELS, AuditFacts, AuditOptions, Isolation
 from chaos.audit.java import java_command
-from chaos.audit.model import DEFAULT_OPTIONS, ISOLATION_LEVELS, AuditFacts, AuditOptions, Isolation
 from chaos.audit.verdict import AuditResult, judge
 from chaos.errors import AuditError, ChaosError, ConfigError, HistoryError
-from chaos.history.files import RunDir
+from chaos.history.segments import RunDir
 from chaos.run.layout import HISTORY_DIR, PARQUET_NAME
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def is_uri(run_dir: str) -> bool:
 
 def _or_unreadable(run_id: str, audit: Callable[[], AuditFacts]) -> AuditFacts:
     """``audit()``, or, when the history cannot be read, facts whose problem says so."""
-    from chaos.audit.model import ANOMALIES, AnomalyReport, Availability, Totals
+    from chaos.audit.facts import ANOMALIES, AnomalyReport, Availability, Totals
 
     try:
         return audit()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
-from chaos.audit.model import ISOLATION_LEVELS, Isolation, LogRecord
+from chaos.audit.facts import ISOLATION_LEVELS, Isolation, LogRecord
 from chaos.audit.sparkjob import HISTORY_COLUMNS, LOG_COLUMNS
 from chaos.errors import AuditError
 from chaos.history.schema import ARROW_SCHEMA

@@ -29,7 +29,7 @@ run; the revoke / lost callbacks), no Python UDFs:
    (below). The anomaly instances (those decided per value, the send chains', the inconsistent offsets,
    the poll checks') are materialised once too (:func:`_instances`): two parts read them.
    Transactions (docs/audit.md, "Transactions"): the attempts are paired on the driver
-   (:func:`chaos.audit.model.txn_attempts`, the reference's function); the invokes of processes that
+   (:func:`chaos.audit.facts.txn_attempts`, the reference's function); the invokes of processes that
    began one are sorted per process to find their span (:func:`_in_attempts`); the general path pairs each
    invoke with its outcome and looks its ack position up in the value's log reads; what the log shows of
    each attempt is collected (:func:`_attempt_states`, one row per attempt) and joins back before the
@@ -53,8 +53,8 @@ run; the revoke / lost callbacks), no Python UDFs:
    finds its stalls and owner changes, one aggregate per partition keeps its longest stall; the lag is
    bucketed by point (hash aggregate) with a running maximum over at most 120 points per partition. The
    group's first and last events are collected first (:func:`_group_bounds`, one row per run), so the
-   series' points are laid out on the driver by :func:`chaos.audit.model.lag_grid`; handovers are paired
-   there by :func:`chaos.audit.model.longest_handover`, with the revoke / lost callbacks (few).
+   series' points are laid out on the driver by :func:`chaos.audit.facts.lag_grid`; handovers are paired
+   there by :func:`chaos.audit.facts.longest_handover`, with the revoke / lost callbacks (few).
 
 Every frame that several parts read (the history's control events, acks and deliveries, the value
 summary, the per-value rows, the instances, the fault windows) is a *local checkpoint*: its rows are
@@ -78,8 +78,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
-from chaos.audit.logpolicy import NO_POLICIES, REMOVAL_KINDS, LogPolicies
-from chaos.audit.model import (
+from chaos.audit.facts import (
     ANOMALIES,
     DEFAULT_OPTIONS,
     PERCENTILES,
@@ -105,6 +104,7 @@ from chaos.audit.model import (
     make_report,
     txn_attempts,
 )
+from chaos.audit.logpolicy import NO_POLICIES, REMOVAL_KINDS, LogPolicies
 from chaos.audit.sizing import sized
 from chaos.audit.spark import is_connect_session
 from chaos.errors import AuditError
@@ -1981,7 +1981,7 @@ def _consumption_of(
     leaves: dict[tuple[str, str, int], list[Mark]],
 ) -> dict[str, Consumption]:
     """The consumer side per run from the ``consumer`` and ``lag`` parts (and the e2e ``stat``s): stalls as
-    collected, handovers paired by the reference's :func:`~chaos.audit.model.longest_handover`."""
+    collected, handovers paired by the reference's :func:`~chaos.audit.facts.longest_handover`."""
     gaps: dict[str, list[ConsumeGap]] = defaultdict(list)
     service_gaps: dict[str, list[ConsumeGap]] = defaultdict(list)
     handovers: dict[str, list[Handover]] = defaultdict(list)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from chaos.audit.model import (
+from chaos.audit.facts import (
     ANOMALIES,
     JEPSEN_ORDER_CHECKS,
     AnomalyReport,
@@ -107,7 +107,7 @@ class AuditResult:
 def _facts_from_dict(facts: Mapping[str, Any], run_id: str) -> AuditFacts:
     """Inverse of :meth:`AuditFacts.to_dict`. The consumer side (``availability.consumer``, each window's
     ``e2e_*``) may be absent — an ``audit.json`` written before it was measured — and then reads as empty;
-    so may Jepsen's order checks (:data:`~chaos.audit.model.JEPSEN_ORDER_CHECKS`), which then read as not
+    so may Jepsen's order checks (:data:`~chaos.audit.facts.JEPSEN_ORDER_CHECKS`), which then read as not
     found. Any other anomaly missing is an error."""
 
     def stats(d: Mapping[str, Any]) -> LatencyStats:
@@ -167,7 +167,7 @@ def judge(
 ) -> AuditResult:
     """Apply the policy of ``guarantee`` to ``facts``. ``streams``: producer -> the guarantee its client
     claims, for producers whose values are judged by their own: an anomaly's instances on such a
-    producer's values (:attr:`~chaos.audit.model.AnomalyReport.by_producer`) fail the verdict when that
+    producer's values (:attr:`~chaos.audit.facts.AnomalyReport.by_producer`) fail the verdict when that
     guarantee forbids the anomaly, the rest when ``guarantee`` does."""
     streams = dict(streams or {})
     for claimed in (guarantee, *streams.values()):

@@ -72,6 +72,21 @@ def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(sorted(mapping.items())))
 
 
+def _check_disk_and_clock(owner: str, log_dir_mb: object, fake_clock: object) -> None:
+    """``log_dir_mb`` 0 or at least :data:`MIN_LOG_DIR_MB`, ``fake_clock`` a bool (ConfigError otherwise)."""
+    if (
+        isinstance(log_dir_mb, bool)
+        or not isinstance(log_dir_mb, int)
+        or (log_dir_mb != 0 and log_dir_mb < MIN_LOG_DIR_MB)
+    ):
+        raise ConfigError(
+            f"{owner}log_dir_mb={log_dir_mb!r} must be 0 (no log directory of its own) or an int >= "
+            f"{MIN_LOG_DIR_MB} (MB; {DEFAULT_LOG_DIR_MB} is the usual size)"
+        )
+    if not isinstance(fake_clock, bool):
+        raise ConfigError(f"{owner}fake_clock must be True or False, not {fake_clock!r}")
+
+
 @dataclass(frozen=True)
 class ClusterNeeds:
     """What a scenario needs of the cluster it runs on, beyond what any cluster has: a wall clock the clock
@@ -83,17 +98,7 @@ class ClusterNeeds:
     log_dir_mb: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.fake_clock, bool):
-            raise ConfigError(f"ClusterNeeds.fake_clock must be True or False, not {self.fake_clock!r}")
-        if (
-            isinstance(self.log_dir_mb, bool)
-            or not isinstance(self.log_dir_mb, int)
-            or (self.log_dir_mb != 0 and self.log_dir_mb < MIN_LOG_DIR_MB)
-        ):
-            raise ConfigError(
-                f"ClusterNeeds.log_dir_mb={self.log_dir_mb!r} must be 0 (none needed) or an int >= "
-                f"{MIN_LOG_DIR_MB} (MB; {DEFAULT_LOG_DIR_MB} is the usual size)"
-            )
+        _check_disk_and_clock("ClusterNeeds.", self.log_dir_mb, self.fake_clock)
 
     def met_by(self, config: ClusterConfig) -> bool:
         """A cluster of ``config`` has everything needed."""
@@ -195,17 +200,7 @@ class ClusterConfig:
             raise ConfigError(
                 f"client_paths={self.client_paths} is out of range: 0..{MAX_CLIENT_PATHS} extra client paths"
             )
-        if (
-            isinstance(self.log_dir_mb, bool)
-            or not isinstance(self.log_dir_mb, int)
-            or (self.log_dir_mb != 0 and self.log_dir_mb < MIN_LOG_DIR_MB)
-        ):
-            raise ConfigError(
-                f"log_dir_mb={self.log_dir_mb!r} must be 0 (no log directory of its own) or an int >= "
-                f"{MIN_LOG_DIR_MB} (MB)"
-            )
-        if not isinstance(self.fake_clock, bool):
-            raise ConfigError(f"fake_clock must be True or False, not {self.fake_clock!r}")
+        _check_disk_and_clock("", self.log_dir_mb, self.fake_clock)
         if not self.start_timeout_s > 0:
             raise ConfigError(f"start_timeout_s must be positive, not {self.start_timeout_s!r}")
         object.__setattr__(self, "broker_overrides", _frozen(self.broker_overrides))

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from chaos.audit.model import AuditFacts
+from chaos.audit.facts import AuditFacts
 from chaos.gate.gatefile import Baseline, Thresholds
 from chaos.gate.thresholds import UNITS, _num, measure
 from chaos.history import Event

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from chaos.audit.model import ISOLATION_LEVELS, AuditOptions
+from chaos.audit.facts import ISOLATION_LEVELS, AuditOptions
 from chaos.errors import ChaosError
 from chaos.history import RunDir
 from chaos.run.terms import GUARANTEES, HARNESS_ERROR_EXIT, VERDICT_EXIT

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Final, cast
 
-from chaos.audit.model import ANOMALIES
+from chaos.audit.facts import ANOMALIES
 from chaos.audit.verdict import FATAL
 from chaos.gate.cases import CONSUMER_OUTAGE, outage_cases
 from chaos.gate.gatefile import (

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from chaos.audit.model import AuditFacts, FaultWindow
+from chaos.audit.facts import AuditFacts, FaultWindow
 from chaos.gate.gatefile import THRESHOLD_KEYS, Thresholds
 from chaos.history import Delivery, Event, SendInvoke, SendOutcome
 from chaos.run.manifest import ThresholdResult

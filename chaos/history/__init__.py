@@ -8,7 +8,6 @@
 """
 
 from chaos.history.compact import compact_history
-from chaos.history.files import RunDir
 from chaos.history.reader import (
     LoadedHistory,
     events_from_table,
@@ -21,6 +20,7 @@ from chaos.history.reader import (
 )
 from chaos.history.recorder import Recorder, RecorderStats
 from chaos.history.schema import ARROW_SCHEMA, COLUMN_KINDS
+from chaos.history.segments import RunDir
 from chaos.run.events import (
     EVENT_TYPES,
     SCHEMA_VERSION,

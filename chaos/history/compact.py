@@ -9,9 +9,9 @@ import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
 from chaos.errors import HistoryError
-from chaos.history.files import RunDir, WriterLock, fsync_dir
 from chaos.history.reader import RunDirLike, read_segment
 from chaos.history.schema import ARROW_SCHEMA, schema_metadata
+from chaos.history.segments import RunDir, WriterLock, fsync_dir
 
 
 def compact_history(run_dir: RunDirLike, *, keep_jsonl: bool = False) -> Path:

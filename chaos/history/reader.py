@@ -20,7 +20,6 @@ import pyarrow.json as pa_json  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
 from chaos.errors import HistoryError
-from chaos.history.files import RunDir, parse_header
 from chaos.history.schema import (
     ARROW_SCHEMA,
     METADATA_RUN_ID,
@@ -29,6 +28,7 @@ from chaos.history.schema import (
     empty_table,
     schema_metadata,
 )
+from chaos.history.segments import RunDir, parse_header
 from chaos.run.events import COMMON_COLUMNS, SCHEMA_VERSION, Event, check_kinds, kind_columns
 
 if TYPE_CHECKING:

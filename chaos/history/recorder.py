@@ -33,8 +33,8 @@ from typing import Any, Final
 
 from chaos.errors import HistoryError
 from chaos.history.compact import compact_locked
-from chaos.history.files import RunDir, WriterLock, fsync_dir, header_line
 from chaos.history.reader import RunDirLike
+from chaos.history.segments import RunDir, WriterLock, fsync_dir, header_line
 from chaos.run.events import Event, PartitionOffset, PartitionState, _check_name
 
 DEFAULT_FLUSH_INTERVAL: Final = 0.2

@@ -1,6 +1,6 @@
 """Why a record was lost, duplicated or reordered: the fault window and the broker events around it.
 
-For each anomaly example the report shows (:class:`~chaos.audit.model.Example`: value, partition, time),
+For each anomaly example the report shows (:class:`~chaos.audit.facts.Example`: value, partition, time),
 :func:`attribute` names the faults whose window holds its time, the last one that ended shortly before it
 and the first one that began shortly after it (a write acknowledged alone, then its leader crashed) — and
 the brokers' own account of
@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from chaos.cluster.logs import read_log_lines
-from chaos.report.evidence import LogLine, parse_line
+from chaos.report.symptoms import LogLine, parse_line
 
 if TYPE_CHECKING:
-    from chaos.audit.model import Example
+    from chaos.audit.facts import Example
     from chaos.report.timeline import FaultSpan
 
 NEAR_S: Final = 30.0

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.audit.auditfile import read_audit
-from chaos.audit.model import AuditFacts
+from chaos.audit.facts import AuditFacts
 from chaos.errors import ChaosError, ConfigError
 from chaos.report.render import find_runs, load_summary
 from chaos.run.manifest import read_scenario

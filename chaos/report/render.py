@@ -49,10 +49,10 @@ from chaos.run.layout import (
 if TYPE_CHECKING:
     import jinja2
 
-    from chaos.audit.model import ConsumeGap
+    from chaos.audit.facts import ConsumeGap
     from chaos.audit.verdict import AuditResult
-    from chaos.report.evidence import SymptomMatch
     from chaos.report.story import Story
+    from chaos.report.symptoms import SymptomMatch
     from chaos.report.timeline import FaultSpan, Timeline
     from chaos.run.evidence import Check, Evidence
     from chaos.run.terms import Verdict
@@ -417,8 +417,8 @@ def build_page(
     from chaos.cluster.logs import log_files
     from chaos.errors import HistoryError
     from chaos.history import RunDir, load_history
-    from chaos.report.evidence import history_symptoms, scan_logs
     from chaos.report.explain import ANOMALY_HINTS, explain
+    from chaos.report.symptoms import history_symptoms, scan_logs
     from chaos.report.timeline import STALL_SHADE_S, build_timeline, figures_json
 
     path = Path(run_dir)

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
-from chaos.audit.model import partition_ranges
+from chaos.audit.facts import partition_ranges
 from chaos.report.attribution import ExampleGroup, describe_event, partition_name
 from chaos.report.explain import ANOMALY_HINTS, ANOMALY_TIME, GUARANTEE_PROMISE, noun
 
 if TYPE_CHECKING:
-    from chaos.audit.model import AuditFacts, PartitionRange
+    from chaos.audit.facts import AuditFacts, PartitionRange
     from chaos.audit.verdict import AuditResult
     from chaos.report.timeline import FaultSpan
     from chaos.run.evidence import Check
@@ -112,7 +112,7 @@ def _where(
     ranges: Sequence[PartitionRange] = (),
 ) -> str:
     """Where the instances are: each partition's count, offset and time range of every instance (the
-    audit's :attr:`~chaos.audit.model.AnomalyReport.ranges`); from an ``audit.json`` written before them,
+    audit's :attr:`~chaos.audit.facts.AnomalyReport.ranges`); from an ``audit.json`` written before them,
     those of the examples the audit kept, said as examples when it kept fewer than it counted."""
     kept = count
     if not ranges:

@@ -20,7 +20,7 @@ from typing import Any, Final
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
-from chaos.audit.model import ConsumeGap, Consumption
+from chaos.audit.facts import ConsumeGap, Consumption
 from chaos.history.reader import events_from_table, filter_kinds
 from chaos.history.windows import fault_windows
 from chaos.run.events import FaultEvent

@@ -5,7 +5,7 @@ A run directory (``<report dir>/tests/<test>/<run id>/``, or what ``chaos run`` 
 
     scenario.json   what ran: scenario, variant, settings asked and effective  chaos.run.manifest
     plan.json       the fault plan it ran (random runs; --chaos-plan replays)  chaos.faults.plan
-    history/        the recorded events: events-*.jsonl, events.parquet        chaos.history.files
+    history/        the recorded events: events-*.jsonl, events.parquet        chaos.history.segments
     evidence.json   the symptoms and preconditions, observed or not            chaos.run.evidence
     audit.json      the audit's facts and the verdict                          chaos.audit.auditfile
     logs/           broker logs (*.log.gz), a service's (service-<i>.log)      chaos.cluster, chaos.service

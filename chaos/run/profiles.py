@@ -4,7 +4,7 @@
 :class:`TimeProfile` scales every client timeout by one factor, keeping their ratios (docs/workload.md),
 and names the broker detection timeouts it changes from Kafka's defaults. The cluster reads
 :attr:`TimeProfile.broker_config` (``chaos.cluster.config``), the workload the client timeouts
-(``chaos.workload.profiles``), so the two cannot drift apart.
+(``chaos.workload.configs``), so the two cannot drift apart.
 
 ``faithful`` keeps the seed's Java client defaults and Kafka's broker defaults: detection takes as long as in
 production. ``ci`` scales the client timeouts by 0.2 and shortens only the *broker detection* timeouts a

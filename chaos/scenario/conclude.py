@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
+from chaos.audit.facts import DEFAULT_OPTIONS, AuditOptions
 from chaos.audit.logpolicy import TopicRules
-from chaos.audit.model import DEFAULT_OPTIONS, AuditOptions
 from chaos.gate.gatefile import canonical
 from chaos.gate.redact import MASK, is_secret, redact
 from chaos.history import read_events

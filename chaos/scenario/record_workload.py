@@ -1,9 +1,9 @@
 """``python -m chaos.scenario.record_workload``: run a composed workload
-(:func:`chaos.workload.runner.run_workload`) in this process, recording its history with a
+(:func:`chaos.workload.composed.run_workload`) in this process, recording its history with a
 :class:`~chaos.history.Recorder` in the context's ``run_dir``.
 
 Stdin holds one :func:`~chaos.workload.common.child_payload` line: the run's context (``run_dir`` set) and
-the :class:`~chaos.workload.runner.WorkloadPlan`. It prints ``progress <wall ts> <events recorded> <events
+the :class:`~chaos.workload.composed.WorkloadPlan`. It prints ``progress <wall ts> <events recorded> <events
 written>`` every 0.25 s while it runs and ``done <result JSON>`` at the end, so a test can SIGKILL it
 mid-run and know what the history must hold. It composes the workload and the history, so it lives
 where compositions do (neither stage imports the other).
@@ -20,7 +20,7 @@ from dataclasses import asdict, replace
 from chaos.errors import ConfigError
 from chaos.history.recorder import Recorder
 from chaos.workload.common import read_child_payload
-from chaos.workload.runner import WorkloadPlan, run_workload
+from chaos.workload.composed import WorkloadPlan, run_workload
 
 
 def main() -> int:

@@ -63,7 +63,7 @@ from chaos.workload.readers import offset_bounds
 from chaos.workload.tail import last_data_offsets
 
 if TYPE_CHECKING:
-    from chaos.audit.model import AuditOptions
+    from chaos.audit.facts import AuditOptions
     from chaos.audit.run import Engine
     from chaos.cluster.cluster import KafkaCluster
     from chaos.run.events import PartitionState as LiveState

@@ -8,25 +8,14 @@ classification and each worker.
 
 from chaos.run.context import RunContext
 from chaos.workload.common import ClientLogBridge, Sink, generation_of, member_fields, member_id_of
-from chaos.workload.consumer import (
-    COMMIT_STRATEGIES,
-    ChildProcess,
-    CommitStrategy,
-    ConsumerGroup,
-    DeliveryPoint,
-    MemberSpec,
-    Processing,
-    ProcessMember,
-    ThreadMember,
-    next_offsets,
-    rebalance_callbacks,
-    run_member,
+from chaos.workload.composed import (
+    THROUGHPUT_CONSUMER,
+    THROUGHPUT_PRODUCER,
+    WorkloadPlan,
+    WorkloadResult,
+    run_workload,
 )
-from chaos.workload.java_client import AnyProducer, JavaMember, JavaProducer
-from chaos.workload.outcomes import Classified, classify_delivery_error, classify_produce_exception
-from chaos.workload.producer import ProducerSpec, ProducerStats, ProducerWorker
-from chaos.workload.producer_process import Checkpoint, ProcessProducer, ProcessProducerSpec
-from chaos.workload.profiles import (
+from chaos.workload.configs import (
     ACKS1,
     AT_LEAST_ONCE,
     CI,
@@ -45,14 +34,25 @@ from chaos.workload.profiles import (
     profile,
     time_profile,
 )
-from chaos.workload.readers import DrainSummary, RestoreReader, RestoreResult, drain, startup_probe
-from chaos.workload.runner import (
-    THROUGHPUT_CONSUMER,
-    THROUGHPUT_PRODUCER,
-    WorkloadPlan,
-    WorkloadResult,
-    run_workload,
+from chaos.workload.consumer import (
+    COMMIT_STRATEGIES,
+    ChildProcess,
+    CommitStrategy,
+    ConsumerGroup,
+    DeliveryPoint,
+    MemberSpec,
+    Processing,
+    ProcessMember,
+    ThreadMember,
+    next_offsets,
+    rebalance_callbacks,
+    run_member,
 )
+from chaos.workload.java_client import AnyProducer, JavaMember, JavaProducer
+from chaos.workload.outcomes import Classified, classify_delivery_error, classify_produce_exception
+from chaos.workload.producer import ProducerSpec, ProducerStats, ProducerWorker
+from chaos.workload.producer_process import Checkpoint, ProcessProducer, ProcessProducerSpec
+from chaos.workload.readers import DrainSummary, RestoreReader, RestoreResult, drain, startup_probe
 from chaos.workload.sampler import ClusterSampler
 from chaos.workload.traffic import Traffic, TrafficShape
 from chaos.workload.transactional import TransactionalWorker, TxnWorkerSpec, run_txn_worker

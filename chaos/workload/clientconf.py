@@ -6,7 +6,7 @@ librdkafka's refusal — an unknown key, an invalid value, a refused combination
 :func:`refusals` pins a refusal on the keys at fault. Two callers share them: the gate's lint
 (:mod:`chaos.gate.lint`, which explains each refusal) and the workload, where :func:`check_client_config`
 refuses a scenario variant's settings when the scenario is defined and every configuration the run builds
-for a client before that client starts (:mod:`chaos.workload.profiles`): a misspelled key fails at once,
+for a client before that client starts (:mod:`chaos.workload.configs`): a misspelled key fails at once,
 named, instead of as a timeout 30 s into the run.
 """
 

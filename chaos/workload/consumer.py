@@ -56,9 +56,9 @@ from chaos.workload.common import (
     member_fields,
     message_value_id,
 )
+from chaos.workload.configs import ConfigItems, config_items, consumer_layers
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.outcomes import COMMIT_UNKNOWN
-from chaos.workload.profiles import ConfigItems, config_items, consumer_layers
 
 CommitStrategy = Literal["auto", "commit_after", "commit_before", "store_after"]
 COMMIT_STRATEGIES: Final[tuple[str, ...]] = get_args(CommitStrategy)
@@ -101,7 +101,7 @@ class Processing:
 class MemberSpec:
     """One group member of the run's group: its actor name, how it commits and processes.
 
-    The consumer configuration is the run's (:func:`chaos.workload.profiles.consumer_config` of the
+    The consumer configuration is the run's (:func:`chaos.workload.configs.consumer_config` of the
     context's client and time profiles), then ``overrides`` (librdkafka settings, a mapping is accepted),
     then the strategy's own settings. ``topic`` ``None`` is the run's topic.
     """

@@ -1,7 +1,7 @@
 """What each client of a run really runs with: the final configuration dict handed to confluent-kafka's
 ``Producer`` / ``Consumer`` and, per key, the layer that set it last.
 
-The builders (:mod:`chaos.workload.profiles`) lay a configuration out in :class:`Layers` — the harness's
+The builders (:mod:`chaos.workload.configs`) lay a configuration out in :class:`Layers` — the harness's
 defaults, the time profile's bounded timeouts, the client profile (a scenario variant's settings arrive
 through it), the worker's overrides — and the workers add what they force (a member's commit strategy, the
 transactional worker's ``read_committed``…). Callbacks (``logger``, ``error_cb``, ``on_commit``…) are not

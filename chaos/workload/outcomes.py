@@ -111,7 +111,7 @@ def classify_delivery_error(error: str, *, single_attempt: bool) -> Classified:
     """Classify a delivery-report error code name (``KafkaError.name()``).
 
     :param single_attempt: the producer makes one attempt per message (``retries=0``, not idempotent):
-        see :attr:`ClientProfile.single_attempt <chaos.workload.profiles.ClientProfile.single_attempt>`.
+        see :attr:`ClientProfile.single_attempt <chaos.workload.configs.ClientProfile.single_attempt>`.
     """
     if error in DEFINITE_FAIL:
         return Classified("fail", "rejected deterministically before any append")

@@ -28,9 +28,9 @@ from chaos.errors import ConfigError, WorkloadError
 from chaos.run.context import RunContext
 from chaos.run.events import NAME_PATTERN, SendInvoke, SendOutcome, value_id_for
 from chaos.workload.common import ClientLogBridge, error_name, error_text, is_fatal, record_replaced
+from chaos.workload.configs import ConfigValue, config_items, producer_layers
 from chaos.workload.effective import ClientConfig, announce
 from chaos.workload.outcomes import classify_delivery_error, classify_produce_exception
-from chaos.workload.profiles import ConfigValue, config_items, producer_layers
 from chaos.workload.traffic import RatePattern, Traffic, TrafficShape
 
 ENQUEUE_GIVE_UP_S: Final = 5.0  # BufferError for this long (queue never drains) -> fail _QUEUE_FULL

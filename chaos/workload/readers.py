@@ -32,7 +32,7 @@ from chaos.errors import ConfigError
 from chaos.run.context import RunContext
 from chaos.run.events import DrainEnd, DrainRead, Isolation, ProbeCall
 from chaos.workload.common import ClientLogBridge, error_name, error_text, message_value_id
-from chaos.workload.profiles import admin_config
+from chaos.workload.configs import admin_config
 
 LOG_FLUSH_S = 0.2  # serving the client's queue once more before close delivers its last log lines
 

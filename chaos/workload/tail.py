@@ -24,7 +24,7 @@ from confluent_kafka.admin import AdminClient
 from chaos.errors import ConfigError, WorkloadError
 from chaos.run.context import RunContext
 from chaos.run.events import Isolation
-from chaos.workload.profiles import admin_config
+from chaos.workload.configs import admin_config
 from chaos.workload.readers import offset_bounds, reader_config
 
 FIRST_WINDOW: Final = 64

@@ -60,6 +60,7 @@ from chaos.workload.common import (
     message_value_id,
     record_replaced,
 )
+from chaos.workload.configs import ConfigItems, config_items, consumer_layers, producer_layers
 from chaos.workload.consumer import (
     ChildProcess,
     Processing,
@@ -69,7 +70,6 @@ from chaos.workload.consumer import (
     rebalance_callbacks,
 )
 from chaos.workload.effective import ClientConfig, announce
-from chaos.workload.profiles import ConfigItems, config_items, consumer_layers, producer_layers
 
 T = TypeVar("T")
 COMMIT_RETRIES = 3

@@ -17,8 +17,8 @@ from chaos.audit.verdict import AuditResult
 from chaos.cluster.cluster import KafkaCluster
 from chaos.history import Recorder
 from chaos.workload import IDEMPOTENT, RunContext
+from chaos.workload.composed import WorkloadPlan, run_workload
 from chaos.workload.readers import drain
-from chaos.workload.runner import WorkloadPlan, run_workload
 
 pytestmark = pytest.mark.integration
 

@@ -42,7 +42,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # exported, n
 
 from chaos.cluster.logs import log_files, read_log_lines
 from chaos.history import Delivery, Event, SendInvoke, SendOutcome, TxnMarker
-from chaos.report.evidence import parse_line
+from chaos.report.symptoms import parse_line
 from chaos.run.manifest import ScenarioInfo, read_scenario
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
 from chaos.scenario.runner import LOG_MARGIN_S

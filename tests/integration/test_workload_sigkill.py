@@ -26,7 +26,7 @@ from chaos.history import (
 )
 from chaos.workload import IDEMPOTENT, RunContext
 from chaos.workload.common import child_payload
-from chaos.workload.runner import WorkloadPlan
+from chaos.workload.composed import WorkloadPlan
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import pytest
 from chaos.cluster.cluster import KafkaCluster
 from chaos.history import Recorder, filter_kinds, kind_counts, read_history
 from chaos.workload import IDEMPOTENT, RunContext
-from chaos.workload.runner import THROUGHPUT_CONSUMER, THROUGHPUT_PRODUCER, WorkloadPlan, run_workload
+from chaos.workload.composed import THROUGHPUT_CONSUMER, THROUGHPUT_PRODUCER, WorkloadPlan, run_workload
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from chaos.cluster import images
 from chaos.cluster.images import Role, Source, ensure_images, pull_official
 from chaos.cluster.images.local import ROLE_IMAGE
 from chaos.errors import ImagePullFailed
-from chaos.history.files import RunDir
+from chaos.history.segments import RunDir
 from chaos.run.layout import AUDIT_NAME, SCENARIO_NAME
 
 # --- chaos audit -------------------------------------------------------------------------------------------

@@ -131,7 +131,7 @@ def test_the_graph_is_parsed() -> None:
         "chaos.plugin.fixtures",
     } <= set(found)
     edges = {(e.source, e.target) for e in all_edges()}
-    assert ("chaos.audit.verdict", "chaos.audit.model") in edges  # a module-level import
+    assert ("chaos.audit.verdict", "chaos.audit.facts") in edges  # a module-level import
     assert ("chaos.cluster.config", "chaos.versions") in edges  # ``from chaos import versions``
     assert ("chaos.plugin.lifecycle", "chaos.report.hook") in edges  # inside a function
 

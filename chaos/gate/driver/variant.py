@@ -12,7 +12,7 @@ from chaos.gate.gatefile import LOG_POLICY_KEYS, ClientSettings, GateFile, canon
 from chaos.scenario.model import Scenario, Setting, Variant
 
 if TYPE_CHECKING:
-    from chaos.audit.model import Removal
+    from chaos.audit.facts import Removal
     from chaos.workload.consumer import CommitStrategy
 
 GATE_ID: Final = "gate"

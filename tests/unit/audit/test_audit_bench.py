@@ -20,7 +20,7 @@ from hypothesis import assume, given, settings
 
 from benchmarks import audit_bench
 from benchmarks.yardstick import COUNTS, figures_from_facts, yardstick
-from chaos.audit.model import DEFAULT_OPTIONS, LogRecord
+from chaos.audit.facts import DEFAULT_OPTIONS, LogRecord
 from chaos.audit.reference import reference_audit
 from chaos.audit.source import history_table, log_table
 from chaos.history.reader import read_events

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.audit.model import (
+from chaos.audit.facts import (
     LAG_POINTS,
     AuditOptions,
     Availability,

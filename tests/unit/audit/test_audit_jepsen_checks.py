@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaos.audit import sparkjob
-from chaos.audit.model import (
+from chaos.audit.facts import (
     ANOMALIES,
     JEPSEN_ORDER_CHECKS,
     AnomalyReport,

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.audit.model import AuditOptions, LogRecord, PartitionRange
+from chaos.audit.facts import AuditOptions, LogRecord, PartitionRange
 from chaos.audit.reference import reference_audit
 from chaos.audit.verdict import AuditResult, judge
 from chaos.run.events import (

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.audit.model import (
+from chaos.audit.facts import (
     ANOMALIES,
     ISOLATION_LEVELS,
     JEPSEN_ORDER_CHECKS,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, Example, LogRecord, Totals
+from chaos.audit.facts import ANOMALIES, AnomalyReport, AuditFacts, Availability, Example, LogRecord, Totals
 from chaos.audit.reference import reference_audit
 from chaos.audit.verdict import AuditResult, UnknownGuarantee, judge
 from chaos.cli import cli

@@ -24,7 +24,7 @@ from typing import Any, Final
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.audit.model import ANOMALIES, FENCED_ERRORS, AuditOptions, Example, Isolation, LogRecord
+from chaos.audit.facts import ANOMALIES, FENCED_ERRORS, AuditOptions, Example, Isolation, LogRecord
 from chaos.audit.reference import reference_audit
 from chaos.run.events import (
     Delivery,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, LogRecord, Totals
+from chaos.audit.facts import ANOMALIES, AnomalyReport, AuditFacts, Availability, LogRecord, Totals
 from chaos.audit.reference import log_from_drain, reference_audit
 from chaos.audit.source import history_table, log_table, parse_value
 from chaos.audit.verdict import FATAL, UnknownGuarantee, judge

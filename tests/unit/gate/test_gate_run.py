@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, Totals
+from chaos.audit.facts import ANOMALIES, AnomalyReport, AuditFacts, Availability, Totals
 from chaos.audit.verdict import judge
 from chaos.history import SendInvoke
 from chaos.run.evidence import EvidenceLog

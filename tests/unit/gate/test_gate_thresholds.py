@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.audit.model import (
+from chaos.audit.facts import (
     ANOMALIES,
     AnomalyReport,
     AuditFacts,

@@ -271,7 +271,7 @@ def test_a_producer_takes_the_runs_traffic_unless_it_brings_its_own() -> None:
 
 
 def test_what_the_log_policy_removed_reads_as_sentences() -> None:
-    from chaos.audit.model import Removal
+    from chaos.audit.facts import Removal
     from chaos.gate.driver.variant import removal_notes
 
     def removal(policy: str, expired: int, compacted: int, unread: int) -> Removal:

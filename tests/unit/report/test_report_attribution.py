@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chaos.audit.model import Example
+from chaos.audit.facts import Example
 from chaos.cluster.logs import write_log
 from chaos.report.attribution import NEAR_S, attribute, partition_events
-from chaos.report.evidence import LogLine
+from chaos.report.symptoms import LogLine
 from chaos.report.timeline import FaultSpan
 
 T0 = 1_800_000_000.0

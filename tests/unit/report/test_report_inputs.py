@@ -23,7 +23,7 @@ from chaos.report import (
     reproduce_command,
     write_scenario,
 )
-from chaos.report.evidence import parse_line, scan_logs
+from chaos.report.symptoms import parse_line, scan_logs
 from chaos.report.timeline import fault_spans, plot_text, safe_json
 from tests.report_sample import SAMPLE_T0, write_sample_run
 

@@ -435,7 +435,7 @@ def _with_consumer(run: Path) -> None:
     import dataclasses
 
     from chaos.audit.auditfile import read_audit, write_audit
-    from chaos.audit.model import ConsumeGap, Consumption, Handover, LagPoint, LatencyStats
+    from chaos.audit.facts import ConsumeGap, Consumption, Handover, LagPoint, LatencyStats
     from tests.report_sample import TOPIC
 
     mono0 = 1000.0
@@ -519,7 +519,7 @@ def test_a_run_judged_per_stream_says_so_and_counts_each_producers_share(tmp_pat
     passes, and the page says by which guarantee each producer was judged."""
     from dataclasses import replace
 
-    from chaos.audit.model import AnomalyReport
+    from chaos.audit.facts import AnomalyReport
     from chaos.audit.verdict import AuditResult, judge
 
     run = tmp_path / "streams"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from chaos.audit.model import (
+from chaos.audit.facts import (
     ANOMALIES,
     AnomalyReport,
     AuditFacts,
@@ -21,9 +21,9 @@ from chaos.audit.model import (
 )
 from chaos.audit.verdict import AuditResult, judge
 from chaos.report.attribution import attribute, describe_event, group_examples
-from chaos.report.evidence import LogLine
 from chaos.report.explain import ANOMALY_HINTS
 from chaos.report.story import StoryFacts, tell
+from chaos.report.symptoms import LogLine
 from chaos.report.timeline import FaultSpan
 from chaos.run.evidence import Check
 from tests.story_check import contradictions

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, Totals
+from chaos.audit.facts import ANOMALIES, AnomalyReport, AuditFacts, Availability, Totals
 from chaos.audit.verdict import judge
 from chaos.run.evidence import Check, Evidence, EvidenceError, EvidenceLog, read_evidence, write_evidence
 from chaos.scenario import ScenarioResult

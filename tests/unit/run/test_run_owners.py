@@ -15,7 +15,7 @@ import chaos.report.inputs
 import chaos.run.manifest
 import chaos.scenario
 from chaos.audit.auditfile import audit_path, read_audit, write_audit
-from chaos.audit.model import ANOMALIES, AnomalyReport, AuditFacts, Availability, Example, Totals
+from chaos.audit.facts import ANOMALIES, AnomalyReport, AuditFacts, Availability, Example, Totals
 from chaos.audit.verdict import AuditResult, judge
 from chaos.cluster.introspect import partition_states
 from chaos.cluster.wire import WireMetadata, WirePartition

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chaos.faults.base import FaultLog
-from chaos.report.evidence import parse_line
+from chaos.report.symptoms import parse_line
 from chaos.service import (
     Binding,
     ServiceConfigError,

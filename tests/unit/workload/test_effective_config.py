@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import chaos.scenario.runner as runner_module
-from chaos.audit.model import DEFAULT_OPTIONS, AuditOptions
+from chaos.audit.facts import DEFAULT_OPTIONS, AuditOptions
 from chaos.cluster.cluster import KafkaCluster
 from chaos.cluster.images.catalog import ImageSet
 from chaos.errors import ConfigError

@@ -16,9 +16,9 @@ from chaos.errors import ConfigError
 from chaos.run.context import RunContext
 from chaos.run.events import Delivery, Event, SendOutcome
 from chaos.workload.common import Sink
+from chaos.workload.configs import ConfigValue
 from chaos.workload.consumer import CommitStrategy, ConsumerGroup, MemberSpec, Processing
 from chaos.workload.producer import ProducerSpec, ProducerStats, ProducerWorker
-from chaos.workload.profiles import ConfigValue
 from chaos.workload.sampler import ClusterSampler
 
 # Batching for throughput runs (docs/workload.md, "Throughput"): librdkafka's linger.ms=5 default makes
