@@ -13,6 +13,7 @@ from rich.table import Table
 
 from chaos import versions
 from chaos.errors import AuditError, ChaosError
+from chaos.progress import say as _say
 from chaos.run.terms import VERDICT_EXIT
 
 console = Console(soft_wrap=True)  # paths printed whole, never broken across lines
@@ -519,11 +520,6 @@ def _run_pytest(args: list[str]) -> None:
     if status == pytest.ExitCode.INTERRUPTED:
         sys.exit(130)
     sys.exit(2 if status in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) else status)
-
-
-def _say(text: str, style: str | None = None) -> None:
-    """Print plain text (gate output holds ``[producer.settings]``, which is not rich markup)."""
-    console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
 
 
 @cli.command("gate")

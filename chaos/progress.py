@@ -1,4 +1,5 @@
-"""Long steps (image builds, downloads): log everything to a file, show a live one-line status."""
+"""Terminal output: long steps (image builds, downloads) logged to a file behind a live one-line status, and
+plain lines for the commands (:func:`say`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,15 @@ from rich.console import Console
 from chaos.errors import ImageBuildFailed
 
 console = Console(stderr=True)
+_plain = Console(soft_wrap=True)  # paths printed whole, never broken across lines
+
+
+def say(text: str, style: str | None = None) -> None:
+    """Print plain text to stdout, as given (gate output holds ``[producer.settings]``, which is not rich
+    markup)."""
+    _plain.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+
+
 _TAIL_LINES = 30
 RUN_TIMEOUT_S: Final = 3600.0
 """How long one logged command (debootstrap, mvn, go) may run before it is killed (cold, on a slow mirror:

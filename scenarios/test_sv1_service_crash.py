@@ -15,8 +15,9 @@ Timeline (ci):
 2. a one-member group reads the output (``read_committed`` when the claim is ``exactly_once``); the input
    producer writes 2,000 values at 100/s (idempotent, ``role="input"``);
 3. once 100 values came out: the **leader of an output partition is killed** (``Crash``) for 10 s — of
-   the first partition whose leader is not the coordinator of the service's group: with its coordinator
-   down a service cannot commit, and a kill then finds nothing committed to lose —, and 4 s into it
+   the first partition whose leader is neither the controller nor the coordinator of the service's group
+   (``run.target_partition``): with its coordinator down a service cannot commit, and a kill then finds
+   nothing committed to lose —, and 4 s into it
    **service instance 0 is SIGKILLed** (``ServiceCrash``) for 4 s, then started again;
 4. after the heal, **the last instance is frozen** (``ServicePause``, SIGSTOP) for 8 s: past the example's
    6-s session its partitions move to the other instance; a service with longer timeouts just stalls;
@@ -113,13 +114,6 @@ def example_service(variant: str) -> ServiceSpec:
     )
 
 
-def _output_partition(run: ScenarioRun, group: str) -> int:
-    """The first output partition whose leader does not coordinate ``group`` (0 when every one does)."""
-    coordinator = run.cluster.group_coordinator(group)
-    leaders = {s.partition: s.leader for s in run.cluster.describe_partitions([run.topic])}
-    return next((p for p in sorted(leaders) if leaders[p] != coordinator), 0)
-
-
 @chaos_scenario(SCENARIO)
 def test_sv1(run: ScenarioRun) -> None:
     spec = run.team_service or example_service(run.variant.name)
@@ -138,7 +132,8 @@ def test_sv1(run: ScenarioRun) -> None:
         duration_s=90,
     )
     run.wait_for("the service's first output", lambda ev: len(views.delivered_ids(ev)) >= 100, 90)
-    with run.fault(Crash, LeaderOf(run.topic, _output_partition(run, service.group))):
+    target = run.target_partition(avoid_coordinator=True, group=service.group)
+    with run.fault(Crash, LeaderOf(run.topic, target.partition)):
         time.sleep(CRASH_AFTER_S)
         with run.fault(ServiceCrash, service[0]):
             time.sleep(SERVICE_DOWN_S)

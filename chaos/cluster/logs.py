@@ -10,8 +10,10 @@ saved before.
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -70,3 +72,16 @@ def read_log_lines(path: Path) -> Iterator[str]:
                 yield line.rstrip("\n")
         except (EOFError, zlib.error, gzip.BadGzipFile):
             return
+
+
+_DOCKER_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z")
+
+
+def docker_time(stamp: str) -> float | None:
+    """Docker's RFC 3339 UTC time with nanoseconds (``2026-01-01T10:00:00.123456789Z``: a log line's
+    prefix, a container's ``StartedAt``) in epoch seconds; ``None`` when ``stamp`` is not one."""
+    match = _DOCKER_TIME.fullmatch(stamp)
+    if match is None:
+        return None
+    whole = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+    return whole + float(f"0.{match.group(2) or 0}")

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from chaos.cluster.logs import docker_time
 from chaos.errors import FaultError, FaultUnsupported
 from chaos.faults.base import Effect, Fault, FaultLog, Param
 from chaos.faults.targets import Target
@@ -98,21 +99,12 @@ def log_skews(cluster: KafkaCluster, broker_id: int, since: float, until: float 
         logged = _LOG4J_TIME.match(text)
         if logged is None:
             continue
-        received = _docker_time(stamp)
+        received = docker_time(stamp)
         if received is None:
             continue
         jvm = datetime.strptime(logged.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
         skews.append(Skew(received, jvm + int(logged.group(2)) / 1000 - received))
     return skews
-
-
-def _docker_time(stamp: str) -> float | None:
-    """Docker's RFC 3339 timestamp with nanoseconds (``2026-01-01T10:00:00.123456789Z``) in epoch seconds."""
-    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z", stamp)
-    if match is None:
-        return None
-    whole = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
-    return whole + float(f"0.{match.group(2) or 0}")
 
 
 class ClockFault(Fault):

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from chaos.cluster.logs import docker_time
 from chaos.errors import ClusterError, FaultError, FaultUnsupported
 from chaos.faults.base import Effect, Fault, FaultLog
 from chaos.faults.targets import Target
@@ -182,9 +182,4 @@ class DiskFull(Fault):
 
 def _started_at(container: Any) -> float:
     """When the container's process last started (epoch s; 0 when Docker does not say)."""
-    text = str((container.attrs.get("State") or {}).get("StartedAt", ""))
-    match = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?", text)
-    if match is None:
-        return 0.0
-    whole = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
-    return whole + float(match.group(2) or 0)
+    return docker_time(str((container.attrs.get("State") or {}).get("StartedAt", ""))) or 0.0

@@ -607,10 +607,11 @@ class ScenarioRun:
         bounds = offset_bounds(self.cluster.admin(), self.topic, isolation, timeout_s)
         return {p: end for p, (_, end) in bounds.items()}
 
-    def target_partition(self, *, avoid_coordinator: bool = False) -> LiveState:
-        """The partition to aim a fault at: see :func:`chaos.cluster.questions.target_partition`."""
+    def target_partition(self, *, avoid_coordinator: bool = False, group: str | None = None) -> LiveState:
+        """The partition to aim a fault at: see :func:`chaos.cluster.questions.target_partition`
+        (``group``: the group whose coordinator to avoid, the run's by default)."""
         return questions.target_partition(
-            self.cluster, self.topic, self.group, avoid_coordinator=avoid_coordinator
+            self.cluster, self.topic, group or self.group, avoid_coordinator=avoid_coordinator
         )
 
     def converged(self, full_isr: bool = False) -> bool:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from chaos.cluster.engine import docker_client
 from chaos.gate.baseline import describe_rule
@@ -18,14 +17,8 @@ from chaos.gate.gatefile import NOT_SET_SOURCE, load_gate
 from chaos.gate.lint import Finding, lint_gate
 from chaos.gate.report import read_gate, read_gate_file
 from chaos.paths import reports_dir
+from chaos.progress import say
 from chaos.scenario import discover, scenarios_dir
-
-console = Console(soft_wrap=True)  # paths printed whole, never broken across lines
-
-
-def say(text: str, style: str | None = None) -> None:
-    """Print plain text (gate output holds ``[producer.settings]``, which is not rich markup)."""
-    console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
 
 
 @dataclass(frozen=True)
