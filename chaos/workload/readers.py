@@ -332,8 +332,10 @@ def drain(
     The end offset is the high watermark (read_uncommitted) or the last stable offset (read_committed),
     taken once at the start through ``AdminClient.list_offsets``. A partition is ``ok`` once the consumer's
     position reaches it (under read_committed, control records and aborted data occupy offsets that are
-    never returned, so "every offset read" means "position reached the end"); ``fail`` if ``timeout_s``
-    runs out first or the offsets could not be listed.
+    never returned, so "every offset read" means "position reached the end"); its ``low_offset`` is the
+    partition's log start read again after the drain when retention moved it on meanwhile (the records
+    below it could not be read); ``fail`` if ``timeout_s`` runs out first or the offsets could not be
+    listed.
     """
     topic = topic or context.topic
     admin = AdminClient(admin_config(context.bootstrap_servers, f"{process}-admin", context.time))
@@ -436,9 +438,6 @@ def _drain_one(
     config.update(logs.callbacks())
     consumer = Consumer(config)
     todo = {p for p, (low, high) in bounds.items() if high > low}
-    for p, (low, high) in bounds.items():
-        if p not in todo:
-            end(p, "ok", low, high)
     positions = {p: bounds[p][0] for p in todo}
     records = 0
     try:
@@ -480,7 +479,10 @@ def _drain_one(
                     positions[p] = max(positions[p], offset + 1)
                 if positions[p] >= bounds[p][1]:
                     todo.discard(p)
-                    end(p, "ok", *bounds[p])
+        starts = _starts_after(admin, topic, partitions, isolation, call_timeout)
+        for p in sorted(set(bounds) - todo):
+            low, high = bounds[p]
+            end(p, "ok", min(max(low, starts.get(p, low)), high), high)
         for p in sorted(todo):
             end(
                 p,
@@ -494,3 +496,16 @@ def _drain_one(
         logs.detach()
     complete = tuple(sorted(set(partitions) - todo))
     return DrainSummary(isolation, records, complete, tuple(sorted(todo)))
+
+
+def _starts_after(
+    admin: AdminClient, topic: str, partitions: list[int], isolation: Isolation, call_timeout: float
+) -> dict[int, int]:
+    """Each partition's log start read again once the drain has read it: retention (or ``DeleteRecords``)
+    may have removed records the drain had not reached yet — its consumer then resumes at the new start —
+    so a ``drain_end`` names the start it really read from. Empty when the offsets cannot be listed."""
+    try:
+        found = _list_offsets(admin, topic, partitions, isolation, call_timeout)
+    except (KafkaException, TimeoutError):
+        return {}
+    return {p: low for p, (low, _) in found.items()}
