@@ -29,6 +29,7 @@ import pytest
 from chaos.faults.network import ReplicationCut
 from chaos.faults.process import Crash
 from chaos.history import DrainEnd, DrainRead, Event, SendInvoke, SendOutcome
+from chaos.run.events import Isolation
 from chaos.scenario import Scenario, ScenarioRun, Variant, views
 from chaos.workload import IDEMPOTENT, Traffic, readers
 from chaos.workload.readers import offset_bounds
@@ -236,7 +237,9 @@ def test_delete_records_of_a_prefix_is_expired_not_lost(
         run.wait_caught_up(30)
         listed = readers._list_offsets_retrying
 
-        def then_removed(admin: Any, topic: str, partitions: list[int], isolation: str, *rest: Any) -> Any:
+        def then_removed(
+            admin: Any, topic: str, partitions: list[int], isolation: Isolation, *rest: Any
+        ) -> Any:
             bounds = listed(admin, topic, partitions, isolation, *rest)
             if isolation == "read_committed":  # the read_uncommitted drain has read 200..399 by now
                 run.cluster.delete_records(topic, 0, 300)
