@@ -412,6 +412,12 @@ def scenarios_list() -> None:
     default=None,
     help="How long a scenario without a fixed length runs (RANDOM: its fault plan): 60, 90s, 5m.",
 )
+@click.option(
+    "--fault-kinds",
+    default=None,
+    help="The kinds a random plan draws from (RANDOM): default, all (broker clock and disk faults too) or "
+    "kinds separated by commas.",
+)
 def scenario_run(
     scenario_id: str,
     seed: int | None,
@@ -422,6 +428,7 @@ def scenario_run(
     audit_engine: str | None,
     client: str | None,
     duration: str | None,
+    fault_kinds: str | None,
 ) -> None:
     """Run one catalog scenario (by id or catalog id, e.g. PB1) through pytest.
 
@@ -432,11 +439,19 @@ def scenario_run(
 
     if duration is not None:
         _seconds(duration, "--duration")
+    if fault_kinds is not None:
+        from chaos.faults.plan import parse_kinds
+
+        try:
+            parse_kinds(fault_kinds)
+        except ChaosError as exc:
+            raise click.BadParameter(str(exc), param_hint="--fault-kinds") from None
     extra: tuple[str, ...] = ("--kafka-version", kafka_version) if kafka_version else ()
     extra += ("--chaos-group-protocol", group_protocol) if group_protocol else ()
     extra += ("--chaos-audit-engine", audit_engine) if audit_engine else ()
     extra += ("--chaos-client", client) if client else ()
     extra += ("--chaos-duration", duration) if duration else ()
+    extra += ("--chaos-fault-kinds", fault_kinds) if fault_kinds else ()
     _run_pytest(pytest_args(find(scenario_id), seed=seed, profile=profile, variant=variant, extra=extra))
 
 

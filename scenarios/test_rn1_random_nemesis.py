@@ -12,12 +12,14 @@ Timeline: warm-up (values acknowledged and replicated); the nemesis runs the pla
 (:func:`chaos.faults.plan.generate_plan`): every kind of :data:`~chaos.faults.plan.KINDS` — crash, stop,
 pause, network cut, a full partition, isolation from the quorum, a replication cut, the client-path
 toxics (refuse, latency, bandwidth, reset, slicer, data limit), broker removal, preferred election and
-reassignment — aimed by role (a partition's leader or follower, the active controller, the group's
-coordinator, in ``mixed`` the transformer's transaction coordinator, any broker), at most two at once, the
-allowed kinds rotated every 20 s with quiet periods (Jepsen's Bufstream suite rotates every 30 s). When
-the plan ends everything is healed, the producers stop, the brokers agree on leaders, the group catches up;
-audit. A pass needs every fault that held proven
-landed (each kind measures its own effect: docs/faults.md, "Proof that a fault landed"), else the run is
+reassignment; with ``--chaos-fault-kinds all`` (``chaos run RANDOM --fault-kinds all``) a broker's clock
+jumping or drifting and its log directory filling as well, on a cluster started with a fakeable clock and
+log directories of its own — aimed by role (a partition's leader or follower, the active controller, the
+group's coordinator, in ``mixed`` the transformer's transaction coordinator, any broker), at most two at
+once, the allowed kinds rotated every 20 s with quiet periods (Jepsen's Bufstream suite rotates every 30 s).
+When the plan ends everything is healed, the producers stop, the brokers agree on leaders, the group
+catches up; audit. A pass needs every fault that held proven landed (each kind measures its own effect:
+docs/faults.md, "Proof that a fault landed"), else the run is
 ``unknown``; a step that would change nothing when it is due (a preferred election where the preferred
 replicas lead) is skipped, not run. A failure found stands whichever fault did not land — in a dense mix a
 fault now and then finds no traffic (a quorum-path toxic on a controller that just lost its leadership),
@@ -47,7 +49,6 @@ Variants (each claims ``at_least_once`` for the group's reads; ``mixed`` judges 
 
 from __future__ import annotations
 
-from chaos.faults.plan import KINDS
 from chaos.history import Event, TxnMarker
 from chaos.run.events import Isolation, producer_of
 from chaos.scenario import Scenario, ScenarioRun, Variant, chaos_scenario, views
@@ -164,8 +165,7 @@ def test_random(run: ScenarioRun) -> None:
     run.wait_for("warm-up values delivered", lambda ev: len(views.delivered_ids(ev)) >= RATE, 30)
 
     plan = run.plan(
-        duration_s=length_s,
-        kinds=KINDS,
+        duration_s=length_s,  # kinds: the session's --chaos-fault-kinds, by default KINDS
         partitions=PARTITIONS,
         concurrency=CONCURRENCY,
         rotate_s=ROTATE_S,

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from chaos.cluster.config import ClusterNeeds
 from chaos.errors import PlanError
 from chaos.faults.base import Fault, FaultLog, Param
 from chaos.faults.clock import ClockDrift, ClockJump
@@ -68,6 +69,40 @@ OPT_IN_KINDS: tuple[str, ...] = ("clock_jump", "clock_drift", "disk_full")
 every plan drawn with the default :data:`KINDS` (the seeds the catalog and the docs quote) stays as it was."""
 ALL_KINDS: tuple[str, ...] = KINDS + OPT_IN_KINDS
 """Every kind a plan step may name."""
+CLOCK_KINDS: Final[tuple[str, ...]] = ("clock_jump", "clock_drift")
+DISK_KINDS: Final[tuple[str, ...]] = ("disk_full",)
+DISK_LOG_DIR_MB: Final = 1024
+"""The log directory a disk fault drawn into a plan fills: 1 GB per broker (a tmpfs, used only as written)."""
+
+
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """The fault kinds a random plan draws from, as a user names them: ``default`` (:data:`KINDS`), ``all``
+    (:data:`ALL_KINDS`: the clock and disk faults too), or kinds separated by commas."""
+    name = text.strip().lower()
+    if name in ("", "default"):
+        return KINDS
+    if name == "all":
+        return ALL_KINDS
+    kinds = tuple(dict.fromkeys(k.strip() for k in name.split(",") if k.strip()))
+    unknown = [k for k in kinds if k not in ALL_KINDS]
+    if unknown or not kinds:
+        raise PlanError(
+            f"fault kinds {text!r}: {', '.join(unknown) or 'none named'} not known; name 'default', 'all' or "
+            f"kinds among {', '.join(ALL_KINDS)}, separated by commas"
+        )
+    return kinds
+
+
+def needs_of(kinds: Iterable[str]) -> ClusterNeeds:
+    """What a cluster must have for steps of ``kinds`` to run on it: a fakeable wall clock for the clock
+    faults, log directories of its own for the disk faults (:class:`~chaos.cluster.config.ClusterNeeds`)."""
+    named = set(kinds)
+    return ClusterNeeds(
+        fake_clock=bool(named & set(CLOCK_KINDS)),
+        log_dir_mb=DISK_LOG_DIR_MB if named & set(DISK_KINDS) else 0,
+    )
+
+
 TOPIC_KINDS: tuple[str, ...] = ("preferred_election", "reassign_replicas", "replication_cut")
 """Faults on a partition of the plan's topic (target: its leader or a follower, which names the partition):
 drawn only when :func:`generate_plan` is given a topic."""

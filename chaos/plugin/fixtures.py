@@ -227,6 +227,7 @@ def scenario_run(
             spark_master=pytestconfig.stash[OPTIONS].spark_master,
             duration_s=pytestconfig.stash[OPTIONS].duration_s,
             replay=replay or pytestconfig.stash[OPTIONS].plan,
+            fault_kinds=pytestconfig.stash[OPTIONS].fault_kinds,
         )
 
     return make

@@ -110,6 +110,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "90s, 5m (default: the scenario's own, for the time profile).",
     )
     group.addoption(
+        "--chaos-fault-kinds",
+        default=None,
+        metavar="KINDS",
+        help="The fault kinds a scenario's random plan draws from (RN1): default, all (the broker clock and "
+        "disk faults too; the session's cluster then starts with a fakeable clock and log directories of its "
+        "own) or kinds separated by commas (docs/faults.md).",
+    )
+    group.addoption(
         "--chaos-plan",
         default=None,
         metavar="PLAN_NAME",
@@ -186,6 +194,7 @@ class Options:
     client: str = "librdkafka"
     duration_s: float | None = None
     plan: Plan | None = None
+    fault_kinds: tuple[str, ...] | None = None  # None: a plan's own default kinds
 
 
 OPTIONS: pytest.StashKey[Options] = pytest.StashKey()
@@ -256,7 +265,7 @@ def _read_options(config: pytest.Config) -> Options:
     from chaos.cluster.config import ClusterConfig
     from chaos.cluster.images.catalog import ENV_SOURCE, Source
     from chaos.errors import ConfigError, PlanError
-    from chaos.faults.plan import Plan
+    from chaos.faults.plan import Plan, needs_of, parse_kinds
     from chaos.paths import reports_dir
     from chaos.run.durations import parse_duration
     from chaos.run.profiles import GROUP_PROTOCOLS
@@ -344,9 +353,18 @@ def _read_options(config: pytest.Config) -> Options:
         plan = Plan.read(Path(plan_option).expanduser()) if plan_option else None
     except PlanError as exc:
         raise _usage(f"--chaos-plan {plan_option}", str(exc)) from None
+    kinds_option: str | None = config.getoption("--chaos-fault-kinds")
+    try:
+        fault_kinds = parse_kinds(kinds_option) if kinds_option is not None else None
+    except PlanError as exc:
+        raise _usage(f"--chaos-fault-kinds {kinds_option}", str(exc)) from None
+    # the clock and disk faults need a cluster that has what they act on, from its start
+    drawn = [*(fault_kinds or ()), *(step.kind for step in (plan.steps if plan is not None else ()))]
+    cluster = needs_of(drawn).applied_to(cluster)
     return Options(
         duration_s=duration_s,
         plan=plan,
+        fault_kinds=fault_kinds,
         images=images,
         report_dir=report_dir,
         seed=seed,

@@ -33,7 +33,7 @@ from chaos.cluster.introspect import GROUP_SESSION_CONFIG, POLICY_CONFIGS
 from chaos.faults.base import Fault, FaultLog, FaultRecord
 from chaos.faults.heal import heal_faults, not_healed
 from chaos.faults.nemesis import Nemesis
-from chaos.faults.plan import RESOLVED_PLAN_FILE, RUN_GROUP, RUN_TOPIC, Plan, generate_plan
+from chaos.faults.plan import KINDS, RESOLVED_PLAN_FILE, RUN_GROUP, RUN_TOPIC, Plan, generate_plan
 from chaos.history import ClientLog, Event, Recorder
 from chaos.run.events import Isolation, LogStart, TopicPolicy
 from chaos.run.files import write_atomic
@@ -90,6 +90,8 @@ class ScenarioRun:
     ``--chaos-client``). ``duration_s``: how long a scenario with a workload of no fixed length runs (the
     plugin's ``--chaos-duration``; None: the scenario's own default). ``replay``: a saved plan that
     :meth:`plan` returns instead of drawing one (the plugin's ``--chaos-plan``, ``chaos replay``).
+    ``fault_kinds``: the kinds :meth:`plan` draws from when the scenario names none (the plugin's
+    ``--chaos-fault-kinds``; None: :data:`~chaos.faults.plan.KINDS`).
     """
 
     context_on = Delegated(RunWorkers.context_on)
@@ -123,6 +125,7 @@ class ScenarioRun:
         client_library: str = "librdkafka",
         duration_s: float | None = None,
         replay: Plan | None = None,
+        fault_kinds: tuple[str, ...] | None = None,
     ) -> None:
         self.workers = RunWorkers(self, check_client(client_library))
         self.scenario = scenario
@@ -157,6 +160,7 @@ class ScenarioRun:
         self._plan: Plan | None = None
         self.duration_s = duration_s
         self.replay = replay
+        self.fault_kinds = fault_kinds
         self._finished = False
         self.result: ScenarioResult | None = None
         self.started = 0.0
@@ -551,15 +555,18 @@ class ScenarioRun:
 
     def plan(self, **options: Any) -> Plan:
         """A fault plan drawn from the run's seed for its cluster (:func:`chaos.faults.plan.generate_plan`'s
-        ``duration_s``, ``kinds``, ``concurrency``… as ``options``); its targets name the run's topic and
-        group as :data:`~chaos.faults.plan.RUN_TOPIC` / :data:`~chaos.faults.plan.RUN_GROUP`, so a seed
-        gives the same plan in every run (:meth:`nemesis` binds them). A replayed run (``replay``) gets
+        ``duration_s``, ``kinds``, ``concurrency``… as ``options``; ``kinds`` by default the run's
+        ``fault_kinds``, the plugin's ``--chaos-fault-kinds``); its targets name the run's topic and group
+        as :data:`~chaos.faults.plan.RUN_TOPIC` / :data:`~chaos.faults.plan.RUN_GROUP`, so a seed gives
+        the same plan in every run (:meth:`nemesis` binds them). A replayed run (``replay``) gets
         the saved plan instead, whatever the options."""
         if self.replay is not None:
             return self.replay
         if self.seed is None:
             raise ScenarioError("plan(): the run has no seed; open it with seed= (the plugin's --chaos-seed)")
-        options.setdefault("brokers", len(self.cluster.brokers) or self.cluster.config.brokers)
+        options.setdefault("kinds", self.fault_kinds or KINDS)
+        if "brokers" not in options:
+            options["brokers"] = len(self.cluster.brokers) or self.cluster.config.brokers
         options.setdefault("topic", RUN_TOPIC)
         options.setdefault("group", RUN_GROUP)
         return generate_plan(self.seed, **options)

@@ -18,12 +18,24 @@ from typing import Any
 import docker.errors
 import pytest
 
-from chaos.errors import ClusterError, FaultError, FaultUnsupported
+from chaos.cluster.config import ClusterNeeds
+from chaos.errors import ClusterError, FaultError, FaultUnsupported, PlanError
 from chaos.faults.base import Effect, Fault, FaultLog, FaultRecord
 from chaos.faults.clock import CLOCK_FILE, ClockDrift, ClockJump, log_skews, offset_spec
 from chaos.faults.disk import BALLAST, DiskFull
 from chaos.faults.heal import heal_all
-from chaos.faults.plan import ALL_KINDS, KINDS, OPT_IN_KINDS, FaultStep, Plan, build_fault, generate_plan
+from chaos.faults.plan import (
+    ALL_KINDS,
+    DISK_LOG_DIR_MB,
+    KINDS,
+    OPT_IN_KINDS,
+    FaultStep,
+    Plan,
+    build_fault,
+    generate_plan,
+    needs_of,
+    parse_kinds,
+)
 from chaos.run.events import PartitionState
 
 PRELOAD = {
@@ -513,3 +525,17 @@ def test_plan_steps_build_the_new_faults(cluster: FakeCluster, step: FaultStep, 
     fault = build_fault(_k(cluster), step, FaultLog())
     assert isinstance(fault, kind)
     assert fault.kind == step.kind
+
+
+def test_kinds_are_named_as_a_user_names_them_and_say_what_the_cluster_needs() -> None:
+    assert parse_kinds("default") == parse_kinds("") == KINDS
+    assert parse_kinds("ALL") == ALL_KINDS
+    assert parse_kinds(" crash, disk_full,crash ") == ("crash", "disk_full")
+    with pytest.raises(PlanError, match="meteor not known; name 'default', 'all' or kinds among crash"):
+        parse_kinds("crash,meteor")
+    with pytest.raises(PlanError, match="none named"):
+        parse_kinds(",")
+    assert needs_of(KINDS) == ClusterNeeds()
+    assert needs_of(ALL_KINDS) == ClusterNeeds(fake_clock=True, log_dir_mb=DISK_LOG_DIR_MB)
+    assert needs_of(["clock_jump"]) == ClusterNeeds(fake_clock=True)
+    assert needs_of(["disk_full", "crash"]) == ClusterNeeds(log_dir_mb=DISK_LOG_DIR_MB)

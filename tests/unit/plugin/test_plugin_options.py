@@ -111,6 +111,11 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
             "of seconds, or one with a unit: 60, 90s, 5m, 1h",
         ),
         (
+            ["--chaos-fault-kinds", "crash,meteor"],
+            {},
+            "ERROR: chaos: --chaos-fault-kinds crash,meteor: fault kinds 'crash,meteor': meteor not known; *",
+        ),
+        (
             ["--chaos-plan", "nowhere/plan.json"],
             {},
             "ERROR: chaos: --chaos-plan nowhere/plan.json: cannot read the plan nowhere/plan.json: *",
@@ -143,6 +148,7 @@ def _under_a_file(pytester: pytest.Pytester) -> str:
         "client-option",
         "CHAOS_CLIENT",
         "duration-option",
+        "fault-kinds-option",
         "plan-option",
         "spark-master-option",
         "CHAOS_SPARK_MASTER",
@@ -374,3 +380,39 @@ def test_the_duration_and_the_plan_reach_scenario_runs(pytester: pytest.Pytester
         "--chaos-duration", "5m", "--chaos-plan", "plan.resolved.json", "--timeout", "100"
     )
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "kinds", "fake_clock", "log_dir_mb"),
+    [
+        ([], None, False, 0),
+        (["--chaos-fault-kinds", "all"], "ALL_KINDS", True, 1024),
+        (["--chaos-fault-kinds", "crash, clock_drift"], ("crash", "clock_drift"), True, 0),
+        (["--chaos-plan", "plan.json"], None, False, 1024),  # a replayed plan's disk_full step
+    ],
+    ids=["default", "all", "named", "replayed-plan"],
+)
+def test_the_fault_kinds_reach_scenario_runs_and_the_cluster_has_what_they_act_on(
+    pytester: pytest.Pytester, args: list[str], kinds: object, fake_clock: bool, log_dir_mb: int
+) -> None:
+    from chaos.faults.plan import FaultStep, Plan
+
+    plan = Plan(3, 3, (FaultStep(1.0, 5.0, "disk_full", 2),), 30.0)
+    (pytester.path / "plan.json").write_text(plan.to_json())
+    _scenario_tests(
+        pytester,
+        f"""
+        from chaos.faults.plan import ALL_KINDS, KINDS
+
+        def test_kinds(scenario_run, chaos_cluster_config):
+            run = scenario_run(S, "v", engine="reference")
+            assert run.fault_kinds == {kinds}
+            config = chaos_cluster_config
+            assert (config.fake_clock, config.log_dir_mb) == ({fake_clock}, {log_dir_mb})
+            if run.fault_kinds and run.replay is None:  # the session's kinds are the plan's
+                plan = run.plan(duration_s=600, brokers=3, topic="t", concurrency=2)
+                drawn = {{s.kind for s in plan.steps}}
+                assert drawn <= set(run.fault_kinds) and drawn - set(KINDS), drawn
+        """,
+    )
+    pytester.runpytest("--chaos-seed", "7", *args).assert_outcomes(passed=1)

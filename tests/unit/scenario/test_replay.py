@@ -145,14 +145,31 @@ def test_chaos_run_passes_the_variant_duration_and_seed_to_pytest(monkeypatch: p
 
     monkeypatch.setattr(pytest, "main", main)
     result = CliRunner().invoke(
-        cli, ["run", "RANDOM", "--variant", "vulnerable", "--duration", "10m", "--seed", "3"]
+        cli,
+        [
+            "run",
+            "RANDOM",
+            "--variant",
+            "vulnerable",
+            "--duration",
+            "10m",
+            "--seed",
+            "3",
+            "--fault-kinds",
+            "all",
+        ],
     )
     assert result.exit_code == 0, result.output
     (args,) = called
     assert args[0].endswith("test_rn1_random_nemesis.py::test_random[vulnerable]")
     assert args[args.index("--chaos-duration") + 1] == "10m"
     assert args[args.index("--chaos-seed") + 1] == "3"
+    assert args[args.index("--chaos-fault-kinds") + 1] == "all"
     assert "test_random[vulnerable]" in result.output  # printed as given, not eaten as rich markup
+    bad = CliRunner().invoke(cli, ["run", "RANDOM", "--fault-kinds", "crash,meteor"])
+    assert bad.exit_code == 2, bad.output
+    assert "meteor not known" in bad.output
+    assert len(called) == 1
 
 
 def test_a_variant_whose_case_cannot_happen_on_a_client_is_skipped_there_saying_why(tmp_path: Path) -> None:
