@@ -221,6 +221,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         f"{cluster.profile}, client {options.client}, group protocol {options.group_protocol}, "
         f"audit engine {options.audit_engine}"
         + (f" on {options.spark_master}" if options.audit_engine == "spark" else "")
+        + (f", fault kinds {','.join(options.fault_kinds)}" if options.fault_kinds is not None else "")
     )
 
 

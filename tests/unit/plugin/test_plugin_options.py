@@ -415,4 +415,9 @@ def test_the_fault_kinds_reach_scenario_runs_and_the_cluster_has_what_they_act_o
                 assert drawn <= set(run.fault_kinds) and drawn - set(KINDS), drawn
         """,
     )
-    pytester.runpytest("--chaos-seed", "7", *args).assert_outcomes(passed=1)
+    result = pytester.runpytest("--chaos-seed", "7", *args)
+    result.assert_outcomes(passed=1)
+    chosen = args[:1] == ["--chaos-fault-kinds"]
+    assert (", fault kinds " in result.stdout.str()) == chosen  # the header names kinds a user chose
+    if isinstance(kinds, tuple):
+        assert f", fault kinds {','.join(kinds)}" in result.stdout.str()
