@@ -95,6 +95,58 @@ def images_ensure(source: str | None, kafka_version: str | None) -> None:
 
 
 @cli.group()
+def spark() -> None:
+    """A warm Spark Connect server on 127.0.0.1 that audits share while it is up."""
+
+
+@spark.command("start")
+@click.option(
+    "--master",
+    default="local[2]",
+    show_default=True,
+    help="Where its jobs run: local[N] (N task slots in its JVM) or a cluster's master (spark://HOST:PORT).",
+)
+@click.option("--memory", default="2g", show_default=True, help="Its driver's JVM heap.")
+@click.option(
+    "--idle",
+    default="30m",
+    show_default=True,
+    help="Stop after this long without a connected client: 90s, 30m, 2h.",
+)
+def spark_start(master: str, memory: str, idle: str) -> None:
+    """Start the warm server (or keep the running one): while it is up, `chaos run`, `chaos audit`,
+    `chaos gate` and pytest sessions audit on it unless given a Spark master (or $CHAOS_SPARK_MASTER,
+    or CHAOS_SPARK_SERVER=off)."""
+    from chaos.audit.warm import start
+
+    server = start(master=master, memory=memory, idle_timeout_s=_seconds(idle, "--idle"))
+    _say(f"warm Spark server at {server.url} (supervisor pid {server.pid}, jobs on {server.master}, "
+         f"stops after {server.idle_timeout_s:.0f} s without a client)")  # fmt: skip
+
+
+@spark.command("status")
+def spark_status() -> None:
+    """Say whether the warm server is up, and how it is doing."""
+    from chaos.audit.warm import clients, running
+
+    server = running()
+    if server is None:
+        _say("no warm Spark server: `chaos spark start` starts one")
+        return
+    _say(f"warm Spark server at {server.url}: supervisor pid {server.pid}, jobs on {server.master}, "
+         f"{server.memory} heap, up {time.time() - server.started:.0f} s, {clients(server.port)} clients "
+         f"connected, stops after {server.idle_timeout_s:.0f} s without one; log {server.log}")  # fmt: skip
+
+
+@spark.command("stop")
+def spark_stop() -> None:
+    """Stop the warm server (a stale record of one is removed)."""
+    from chaos.audit.warm import stop
+
+    _say("warm Spark server stopped" if stop() else "no warm Spark server was running")
+
+
+@cli.group()
 def jars() -> None:
     """Spark's Kafka connector jars and the Java client worker."""
 
@@ -173,6 +225,10 @@ def clean(run_ids: tuple[str, ...], everything: bool) -> None:
     _say(f"removed {len(containers)} containers, {len(networks)} networks")
     for name in (*containers, *networks):
         _say(f"  {name}")
+    from chaos.audit.warm import forget_stale
+
+    if forget_stale():
+        _say("removed the record of a warm Spark server that is gone")
     volumes = [name for result in results for name in result.volumes]
     if volumes:
         _say(f"removed {len(volumes)} brokers' log directory volumes: {', '.join(volumes)}")
@@ -205,9 +261,9 @@ def _streams(values: tuple[str, ...]) -> dict[str, str]:
 @click.argument("run_dir")
 @click.option(
     "--spark-master",
-    default="local[*]",
-    show_default=True,
-    help="Spark master URL: local[N], spark://HOST:PORT, … or sc://HOST:PORT (a Spark Connect server).",
+    default=None,
+    help="Spark master URL: local[N], spark://HOST:PORT, … or sc://HOST:PORT (a Spark Connect server); "
+    "default the warm server when `chaos spark start` runs one, else local[*].",
 )
 @click.option("--engine", type=click.Choice(["spark", "reference"]), default="spark", show_default=True)
 @click.option(
@@ -236,7 +292,7 @@ def _streams(values: tuple[str, ...]) -> dict[str, str]:
 )
 def audit(
     run_dir: str,
-    spark_master: str,
+    spark_master: str | None,
     engine: str,
     guarantee: str,
     streams: dict[str, str],
@@ -272,7 +328,7 @@ def audit(
         run_dir,
         guarantee=guarantee,
         engine=engine,  # type: ignore[arg-type]  # click.Choice guarantees the literal
-        master=spark_master,
+        master=spark_master or _default_master(engine),
         topic=topic,
         write=False,
         streams=streams,
@@ -512,6 +568,17 @@ def shrink(run_dir: str, max_tries: int, max_time: str, out: str | None) -> None
         "red",
     )
     sys.exit(VERDICT_EXIT["fail"])
+
+
+def _default_master(engine: str) -> str:
+    """Where `chaos audit` runs Spark when no master is given: the warm server when it is up."""
+    from chaos.audit.spark import DEFAULT_MASTER
+
+    if engine != "spark":
+        return DEFAULT_MASTER
+    from chaos.audit.warm import master_or
+
+    return master_or(DEFAULT_MASTER)
 
 
 def _seconds(text: str, option: str) -> float:

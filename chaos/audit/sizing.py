@@ -62,12 +62,14 @@ def audit_width(rows: int, parallelism: int) -> tuple[int, int]:
 @contextlib.contextmanager
 def sized(history: Any) -> Iterator[None]:
     """Within the block, the session of ``history`` (a DataFrame) runs with :func:`audit_settings`. A
-    Spark Connect session is left as its server is configured (its slots are not visible from here)."""
+    Spark Connect session is sized by the task slots its server states (``spark.default.parallelism``, as
+    the warm server does: :mod:`chaos.audit.warm`), else left as its server is configured."""
     spark = history.sparkSession
-    if is_connect_session(spark):
+    slots = _connect_slots(spark) if is_connect_session(spark) else spark.sparkContext.defaultParallelism
+    if slots is None:
         yield
         return
-    settings = audit_settings(history.count(), spark.sparkContext.defaultParallelism)
+    settings = audit_settings(history.count(), slots)
     before = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
@@ -79,3 +81,12 @@ def sized(history: Any) -> Iterator[None]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def _connect_slots(spark: Any) -> int | None:
+    """The task slots a Spark Connect server states, or None when it states none."""
+    try:
+        stated = spark.conf.get("spark.default.parallelism", None)
+    except Exception:  # a server that refuses to say: sized by its own configuration
+        return None
+    return int(stated) if stated and str(stated).isdigit() and int(stated) > 0 else None

@@ -28,6 +28,52 @@ DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
 """PySpark's capture of each DataFrame call's Python call site; off in the sessions this module builds."""
 
 
+def session_conf(
+    master: str, driver_memory: str | None = None, archive_classes_to: Path | None = None
+) -> dict[str, str]:
+    """The settings of a session this module builds on ``master`` — and of the warm server
+    (:mod:`chaos.audit.warm`), whose JVM is a local master's too. See :func:`spark_session`."""
+    conf: dict[str, str] = {}
+    if driver_memory is None and master.startswith("local"):
+        driver_memory = LOCAL_DRIVER_MEMORY
+    if driver_memory is not None:
+        conf["spark.driver.memory"] = driver_memory
+    if master.startswith("local"):
+        # one machine: compressing shuffle files, spills and cached columns costs CPU and saves no
+        # network; the throughput collector suits a batch job (measured: docs/audit.md, "Benchmark")
+        for key in ("spark.shuffle.compress", "spark.shuffle.spill.compress",
+                    "spark.sql.inMemoryColumnarStorage.compressed"):  # fmt: skip
+            conf[key] = "false"
+        # small input splits: the audit's map-side hash aggregation holds an entry per value of its split,
+        # and a well-compressed log file read in two splits made those maps spill (10M records: 3.0 GB)
+        conf["spark.sql.files.minPartitionNum"] = "16"
+        conf["spark.sql.files.openCostInBytes"] = str(1 << 20)
+        java_options = ["-XX:+UseParallelGC", *archive_options(archive_classes_to)]
+        conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    conf |= {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "16",
+        # the audit's plan is deep: its full text (built for every query's listener event) ran a 1 GB
+        # driver out of heap in the unit suite's biggest job; 1 MB of it is plenty to read
+        "spark.sql.maxPlanStringLength": str(1 << 20),
+        # PySpark 4 wraps every DataFrame and Column call to send its Python call site to the JVM (for
+        # error messages): five py4j round trips each, 55 % of a small audit's ~26,000 and a fifth of its
+        # time (docs/audit.md, "Per-run cost"); the audit's errors name their part without it
+        DATAFRAME_DEBUGGING: "false",
+        # one session audits run after run (a pytest session, a gate): the status store keeps every
+        # query's plan text and metrics, 1000 queries by default — hundreds of MB of a deep plan's text
+        "spark.sql.ui.retainedExecutions": "20",
+        "spark.ui.retainedJobs": "100",
+        # one audit compiles a few hundred classes (whole-stage code, projections, predicates); with Spark's
+        # 100-entry cache every audit of a session compiled ~1,000 classes again (and the JIT recompiled
+        # them): 2,000 keeps a session's audits warm (docs/audit.md, "Per-run cost")
+        "spark.sql.codegen.cache.maxEntries": "2000",
+        "spark.ui.retainedStages": "200",
+    }
+    return conf | driver_address(master)
+
+
 def spark_session(
     master: str = DEFAULT_MASTER,
     app_name: str = "chaos-audit",
@@ -48,48 +94,8 @@ def spark_session(
     if is_connect(master):
         return _connect_session(master)
     jars = ",".join(str(p) for p in ensure_connector_jars())
-    builder = SparkSession.builder
-    if driver_memory is None and master.startswith("local"):
-        driver_memory = LOCAL_DRIVER_MEMORY
-    if driver_memory is not None:
-        builder = builder.config("spark.driver.memory", driver_memory)
-    if master.startswith("local"):
-        # one machine: compressing shuffle files, spills and cached columns costs CPU and saves no
-        # network; the throughput collector suits a batch job (measured: docs/audit.md, "Benchmark")
-        for key in ("spark.shuffle.compress", "spark.shuffle.spill.compress",
-                    "spark.sql.inMemoryColumnarStorage.compressed"):  # fmt: skip
-            builder = builder.config(key, "false")
-        # small input splits: the audit's map-side hash aggregation holds an entry per value of its split,
-        # and a well-compressed log file read in two splits made those maps spill (10M records: 3.0 GB)
-        builder = builder.config("spark.sql.files.minPartitionNum", "16")
-        builder = builder.config("spark.sql.files.openCostInBytes", str(1 << 20))
-        java_options = ["-XX:+UseParallelGC", *archive_options(archive_classes_to)]
-        builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
-    builder = (
-        builder.master(master)
-        .appName(app_name)
-        .config("spark.jars", jars)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "16")
-        # the audit's plan is deep: its full text (built for every query's listener event) ran a 1 GB
-        # driver out of heap in the unit suite's biggest job; 1 MB of it is plenty to read
-        .config("spark.sql.maxPlanStringLength", str(1 << 20))
-        # PySpark 4 wraps every DataFrame and Column call to send its Python call site to the JVM (for
-        # error messages): five py4j round trips each, 55 % of a small audit's ~26,000 and a fifth of its
-        # time (docs/audit.md, "Per-run cost"); the audit's errors name their part without it
-        .config(DATAFRAME_DEBUGGING, "false")
-        # one session audits run after run (a pytest session, a gate): the status store keeps every
-        # query's plan text and metrics, 1000 queries by default — hundreds of MB of a deep plan's text
-        .config("spark.sql.ui.retainedExecutions", "20")
-        .config("spark.ui.retainedJobs", "100")
-        # one audit compiles a few hundred classes (whole-stage code, projections, predicates); with Spark's
-        # 100-entry cache every audit of a session compiled ~1,000 classes again (and the JIT recompiled
-        # them): 2,000 keeps a session's audits warm (docs/audit.md, "Per-run cost")
-        .config("spark.sql.codegen.cache.maxEntries", "2000")
-        .config("spark.ui.retainedStages", "200")
-    )
-    for key, value in driver_address(master).items():
+    builder = SparkSession.builder.master(master).appName(app_name).config("spark.jars", jars)
+    for key, value in session_conf(master, driver_memory, archive_classes_to).items():
         builder = builder.config(key, value)
     before = _children()
     try:

@@ -263,6 +263,7 @@ def _read_options(config: pytest.Config) -> Options:
     """Read and check every chaos option; raise pytest.UsageError naming the bad input and its fix."""
     from chaos import versions
     from chaos.audit.spark import SCENARIO_MASTER, SPARK_MASTER_ENV, check_master
+    from chaos.audit.warm import master_or
     from chaos.cluster.config import ClusterConfig
     from chaos.cluster.images.catalog import ENV_SOURCE, Source
     from chaos.errors import ConfigError, PlanError
@@ -341,7 +342,9 @@ def _read_options(config: pytest.Config) -> Options:
         raise _usage(given_client, f"expected one of {', '.join(CLIENTS)}")
     master_option: str | None = config.getoption("--chaos-spark-master")
     try:
-        spark_master = check_master(master_option or os.environ.get(SPARK_MASTER_ENV) or SCENARIO_MASTER)
+        spark_master = check_master(
+            master_option or os.environ.get(SPARK_MASTER_ENV) or master_or(SCENARIO_MASTER)
+        )
     except ConfigError as exc:
         raise _usage(_given("--chaos-spark-master", master_option, SPARK_MASTER_ENV), str(exc)) from None
     duration_option: str | None = config.getoption("--chaos-duration")

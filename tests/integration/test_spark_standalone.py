@@ -1,14 +1,15 @@
 """The audit runs unchanged against a Spark standalone cluster, directly and through a
 Spark Connect server in front of it.
 
-A master, a worker and a Connect server are started from the installed PySpark distribution
-(``bin/spark-class``, ``bin/spark-submit``), bound to 127.0.0.1 (their web UIs too: ``SPARK_LOCAL_IP``), and
-stopped in ``finally`` — and killed by the kernel if this process dies first (``PR_SET_PDEATHSIG``). A real
-run's directory, audited by the reference engine when the run finished, is audited again by ``chaos audit
---spark-master spark://127.0.0.1:PORT``, by docs/spark-cluster.md's ``spark-submit`` recipe and by ``chaos
-audit --spark-master sc://127.0.0.1:PORT`` (a Connect server whose jobs run on that cluster): the facts
-must be equal (the property tests prove the local Spark job equal to the reference), and the cluster must
-have run the three jobs (the worker launched an executor for each).
+A master and a worker are started from the installed PySpark distribution (``bin/spark-class``), bound to
+127.0.0.1 (their web UIs too: ``SPARK_LOCAL_IP``), and stopped in ``finally`` — and killed by the kernel if
+this process dies first (``PR_SET_PDEATHSIG``). A real run's directory, audited by the reference engine when
+the run finished, is audited again by ``chaos audit --spark-master spark://127.0.0.1:PORT``, by
+docs/spark-cluster.md's ``spark-submit`` recipe and by a plain ``chaos audit`` while the warm server runs in
+front of that cluster (``chaos spark start --master spark://…``: the command takes it as its default, and
+``chaos spark stop`` leaves neither its supervisor nor its JVM behind): the facts must be equal (the
+property tests prove the local Spark job equal to the reference), and the cluster must have run the three
+jobs (the worker launched an executor for each).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from chaos.audit.spark import DRIVER_HOST_ENV
+from chaos.audit.warm import OFF_ENV, STATE_DIR_ENV, running
 from chaos.cluster.ports import free_loopback_ports
 from chaos.scenario import Scenario, ScenarioRun, Variant
 from chaos.workload import IDEMPOTENT
@@ -57,12 +59,10 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-def _spawn(
-    args: list[str], log: Path, env: dict[str, str], tool: str = "spark-class"
-) -> subprocess.Popen[bytes]:
+def _spawn(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
-            [str(spark_home() / "bin" / tool), *args],
+            [str(spark_home() / "bin" / "spark-class"), *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -134,39 +134,67 @@ def standalone(work: Path) -> Iterator[tuple[str, Path]]:
             _stop(proc)
 
 
+def chaos(*args: str) -> str:
+    """``chaos ARGS`` (exit 0 asserted): what it printed."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "chaos"), *args],
+        capture_output=True,
+        text=True,
+        timeout=START_TIMEOUT_S + 30,
+        env={**os.environ, DRIVER_HOST_ENV: "127.0.0.1"},
+    )
+    assert done.returncode == 0, (
+        f"chaos {' '.join(args)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    )
+    return done.stdout
+
+
 @contextmanager
-def connect_server(work: Path, master: str) -> Iterator[str]:
-    """A Spark Connect server on 127.0.0.1 (``spark-submit --class …SparkConnectServer``, the connector's
-    jars on its classpath) whose jobs run on ``master``: yields its ``sc://`` URL."""
-    from chaos.audit.connector import ensure_connector_jars
-
-    (port,) = free_loopback_ports(1)
-    work.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1"}
-    log = work / "connect.log"
-    proc = _spawn(
-        ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", master,
-         "--jars", ",".join(str(p) for p in ensure_connector_jars()),
-         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-         "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
-         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-         "spark-internal"],
-        log,
-        env,
-        tool="spark-submit",
-    )  # fmt: skip
+def warm_server(work: Path, master: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``chaos spark start --master MASTER``: the warm Spark Connect server (its state under ``work``, so a
+    developer's own is left alone) whose jobs run on ``master``; yields its ``sc://`` URL, then ``chaos spark
+    stop`` — after which neither its supervisor nor its JVM runs."""
+    monkeypatch.setenv(STATE_DIR_ENV, str(work))
+    monkeypatch.delenv(OFF_ENV, raising=False)
+    chaos("spark", "start", "--master", master, "--idle", "10m")
+    server = running()
+    assert server is not None
+    jvm = [pid for pid in _pids() if f"spark.connect.grpc.binding.port={server.port}" in _cmdline(pid)]
+    assert jvm, "no Spark Connect JVM on the server's port"
     try:
-        _await(log, r"Spark Connect server started at", proc, "the Spark Connect server")
-        yield f"sc://127.0.0.1:{port}"
+        yield server.url
     finally:
-        _stop(proc)
+        assert "warm Spark server stopped" in chaos("spark", "stop")
+    assert running() is None
+    assert not Path(f"/proc/{server.pid}").exists(), "the supervisor outlived chaos spark stop"
+    deadline = time.monotonic() + 20
+    while any(Path(f"/proc/{pid}").exists() for pid in jvm) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in jvm), "the server's JVM outlived its supervisor"
 
 
-def chaos_audit(run_dir: Path, master: str) -> tuple[dict[str, object], float]:
-    """``chaos audit RUN_DIR --spark-master MASTER``: the audit.json it wrote, and how long it took."""
+def _pids() -> list[int]:
+    return [int(entry.name) for entry in os.scandir("/proc") if entry.name.isdigit()]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def chaos_audit(run_dir: Path, master: str | None) -> tuple[dict[str, object], float]:
+    """``chaos audit RUN_DIR --spark-master MASTER`` (no master: the command's default): the audit.json it
+    wrote, and how long it took."""
     started = time.monotonic()
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "chaos"), "audit", str(run_dir), "--spark-master", master],
+        [
+            str(Path(sys.executable).parent / "chaos"),
+            "audit",
+            str(run_dir),
+            *(("--spark-master", master) if master else ()),
+        ],
         capture_output=True,
         text=True,
         timeout=AUDIT_TIMEOUT_S,
@@ -207,7 +235,7 @@ def spark_submit(run_dir: Path, master: str) -> tuple[dict[str, object], float]:
 
 
 def test_the_audit_runs_unchanged_on_a_standalone_spark_cluster(
-    scenario_run: Callable[..., ScenarioRun], tmp_path: Path
+    scenario_run: Callable[..., ScenarioRun], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with scenario_run(RUN, "run") as run:
         run.create_topic(partitions=2, replication_factor=3)
@@ -226,8 +254,11 @@ def test_the_audit_runs_unchanged_on_a_standalone_spark_cluster(
     with standalone(tmp_path / "spark") as (url, worker_log):
         on_cluster, cluster_s = chaos_audit(cluster_dir, url)
         submitted, submitted_s = spark_submit(submitted_dir, url)
-        with connect_server(tmp_path / "connect-server", url) as remote:
-            connected, connect_s = chaos_audit(connect_dir, remote)
+        with warm_server(tmp_path / "warm", url, monkeypatch) as remote:
+            status = chaos("spark", "status")
+            connected, connect_s = chaos_audit(connect_dir, None)  # no master given: the warm server's
+        assert f"warm Spark server at {remote}: " in status
+        assert f"jobs on {url}" in status
         launched = re.findall(r"Asked to launch executor (\S+)", worker_log.read_text(errors="replace"))
     print(
         f"\n{url}: chaos audit {cluster_s:.1f} s, spark-submit {submitted_s:.1f} s, through Spark Connect "

@@ -21,6 +21,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "chaos-ci"))
 
 
 @pytest.fixture(autouse=True)
+def _no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm Spark server up on the machine (``chaos spark start``) would be these sessions' default
+    master: they keep to the masters they name."""
+    from chaos.audit.warm import OFF_ENV
+
+    monkeypatch.setenv(OFF_ENV, "off")
+
+
+@pytest.fixture(autouse=True)
 def _no_background_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pytester sessions of these tests run in this process: the plugin's background start would
     launch a JVM for each one that selects a scenario run (tests/unit/plugin/test_plugin_options.py checks the

@@ -72,3 +72,47 @@ def test_sized_sets_the_width_for_the_block_and_restores_the_session(audit_spark
         raise RuntimeError("the audit failed")
     assert spark.conf.get(SHUFFLE_PARTITIONS) == "7"  # restored on failure too
     spark.conf.set(SHUFFLE_PARTITIONS, own)
+
+
+class _Conf:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = dict(values)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+    def unset(self, key: str) -> None:
+        self.values.pop(key, None)
+
+
+class _ConnectSession:
+    """What :func:`sized` reads of a Spark Connect client's session (its class's module says Connect)."""
+
+    def __init__(self, conf: dict[str, str]) -> None:
+        self.conf = _Conf(conf)
+
+
+_ConnectSession.__module__ = "pyspark.sql.connect.session"
+
+
+class _History:
+    def __init__(self, spark: _ConnectSession, rows: int) -> None:
+        self.sparkSession = spark
+        self.rows = rows
+
+    def count(self) -> int:
+        return self.rows
+
+
+def test_a_connect_session_is_sized_by_the_slots_its_server_states_and_left_alone_without() -> None:
+    warm = _ConnectSession({"spark.default.parallelism": "3", SHUFFLE_PARTITIONS: "16"})
+    with sized(_History(warm, 10)):
+        assert warm.conf.get(SHUFFLE_PARTITIONS) == "3"
+        assert warm.conf.get(CODEGEN_FACTORY_MODE) == "NO_CODEGEN"
+    assert warm.conf.values == {"spark.default.parallelism": "3", SHUFFLE_PARTITIONS: "16"}
+    other = _ConnectSession({SHUFFLE_PARTITIONS: "16"})
+    with sized(_History(other, 10)):
+        assert other.conf.values == {SHUFFLE_PARTITIONS: "16"}
