@@ -22,7 +22,7 @@ BUILD_TIMEOUT_S: Final = 300.0
 """How long the training process may take (80–86 s here: a JVM's start, one audit, writing ~170 MB)."""
 KEEP_ARCHIVES: Final = 3
 """Archives kept in the cache, the newest first: one per JDK, PySpark and set of jar files in use."""
-_TRAINING_VALUES: Final = 200
+TRAINING_VALUES: Final = 200
 _CLASSPATH: Final = "classpath="  # the training process's last line: its JVM's class path
 
 
@@ -85,7 +85,7 @@ def _prune(kept: Path) -> None:
         archive.unlink(missing_ok=True)
 
 
-def _record_training_run(run_dir: Path, run_id: str) -> None:
+def record_training_run(run_dir: Path, run_id: str) -> None:
     """A small clean run through the code paths an audit takes: sends acked on two partitions, a fault
     injected and healed, a consumer's assignment and deliveries, the final drain of the topic."""
     from chaos.history import Recorder
@@ -105,7 +105,7 @@ def _record_training_run(run_dir: Path, run_id: str) -> None:
     def at(kind: type[Event], process: str, mono: float, **fields: Any) -> Event:
         return kind(run_id=run_id, process=process, ts=1_700_000_000.0 + mono, mono=mono, **fields)
 
-    topic, n, levels = "t", _TRAINING_VALUES, ("read_uncommitted", "read_committed")
+    topic, n, levels = "t", TRAINING_VALUES, ("read_uncommitted", "read_committed")
     ends = {0: 0, 1: 0}
     with Recorder(run_dir, run_id) as history:
         assigned = tuple(PartitionOffset(topic=topic, partition=p) for p in ends)
@@ -150,10 +150,10 @@ def _train(out: Path) -> None:
 
     with tempfile.TemporaryDirectory(prefix="chaos-class-archive-") as tmp:
         run_dir = Path(tmp) / "training"
-        _record_training_run(run_dir, "training")
+        record_training_run(run_dir, "training")
         spark = spark_session(SCENARIO_MASTER, archive_classes_to=out)
         facts = audit_facts(run_dir, engine="spark", master=SCENARIO_MASTER)
-        if facts.problems or facts.totals.sends != _TRAINING_VALUES:
+        if facts.problems or facts.totals.sends != TRAINING_VALUES:
             raise AuditError(f"the training audit did not see a clean run: {facts.problems}, {facts.totals}")
         jvm = spark._jvm
         if jvm is None:

@@ -156,12 +156,19 @@ def is_connect(master: str) -> bool:
 def _connect_session(url: str) -> SparkSession:
     """A session on the Spark Connect server at ``url`` (its client's packages are checked with the URL:
     :func:`check_master`). The server owns the JVM and its settings (its classpath must hold the Kafka
-    connector to read a topic: docs/spark-cluster.md); only the job's shuffle width is set per session."""
+    connector to read a topic: docs/spark-cluster.md); only the job's shuffle width is set per session. A
+    session the URL names (``sc://host:port/;session_id=ID``) is left open when this process stops Spark:
+    other processes use it too."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.remote(url)
     session: SparkSession = builder.config("spark.sql.shuffle.partitions", "16").getOrCreate()
+    if SESSION_ID_PARAM in url:  # a session the URL names is shared (the warm server's): never released here
+        session.release_session_on_close = False  # type: ignore[attr-defined]
     return session
+
+
+SESSION_ID_PARAM = ";session_id="
 
 
 DRIVER_HOST_ENV = "CHAOS_SPARK_DRIVER_HOST"

@@ -26,7 +26,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final
@@ -65,10 +67,14 @@ class WarmServer:
     idle_timeout_s: float
     started: float
     log: str
+    session_id: str
 
     @property
     def url(self) -> str:
-        return f"sc://127.0.0.1:{self.port}"
+        """Its address with the one server-side session every command attaches to: that session's
+        analysed plans are cached, so a new process's first audit is a warm one (a session of its own paid
+        ~4 s more on a 90,000-event run: docs/measurements.md)."""
+        return f"sc://127.0.0.1:{self.port}/;session_id={self.session_id}"
 
 
 def state_dir() -> Path:
@@ -156,8 +162,10 @@ def start(
 
 def forget_stale() -> bool:
     """Remove the state file of a warm server whose supervisor is gone; whether there was one."""
-    server = _recorded()
-    if server is None or _is_supervisor(server.pid):
+    if not state_path().exists():
+        return False
+    pid = _recorded_pid()
+    if pid is not None and _is_supervisor(pid):
         return False
     with contextlib.suppress(FileNotFoundError):
         state_path().unlink()
@@ -166,17 +174,18 @@ def forget_stale() -> bool:
 
 def stop(timeout_s: float = 30.0) -> bool:
     """Stop the warm server; whether one was running. A stale state file is removed."""
-    server = _recorded()
-    if server is None or not _is_supervisor(server.pid):
-        forget_stale()
+    pid = _recorded_pid()
+    if pid is None or not _is_supervisor(pid):
+        with contextlib.suppress(FileNotFoundError):
+            state_path().unlink()
         return False
     with contextlib.suppress(ProcessLookupError):
-        os.kill(server.pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while _is_supervisor(server.pid):
+    while _is_supervisor(pid):
         if time.monotonic() > deadline:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(server.pid, signal.SIGKILL)  # its server dies with it
+                os.kill(pid, signal.SIGKILL)  # its server dies with it
             break
         time.sleep(0.2)
     with contextlib.suppress(FileNotFoundError):
@@ -189,6 +198,15 @@ def _recorded() -> WarmServer | None:
         return WarmServer(**json.loads(state_path().read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
+
+
+def _recorded_pid() -> int | None:
+    """The supervisor's pid in the state file, even one another version of the harness wrote."""
+    try:
+        pid = json.loads(state_path().read_text(encoding="utf-8")).get("pid")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return pid if isinstance(pid, int) else None
 
 
 def _is_supervisor(pid: int) -> bool:
@@ -237,6 +255,8 @@ def _server_command(port: int, master: str, memory: str) -> list[str]:
     conf = session_conf(master, memory) | {
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
+        # the shared session lives as long as the server (which stops when no client is connected)
+        "spark.connect.session.manager.defaultSessionTimeout": "30d",
     }
     slots = _LOCAL_SLOTS.match(master)
     if slots:  # read back by the audit's sizing; a cluster's slots are its own to say
@@ -270,7 +290,10 @@ def serve(port: int, master: str, memory: str, idle_timeout_s: float) -> int:
                 print(f"the Spark Connect server did not start:\n{_tail(server_log)}", flush=True)
                 return 1
             time.sleep(0.5)
-        state = WarmServer(os.getpid(), port, master, memory, idle_timeout_s, time.time(), str(server_log))
+        state = WarmServer(
+            os.getpid(), port, master, memory, idle_timeout_s, time.time(), str(server_log), str(uuid.uuid4())
+        )
+        _warm_up(state.url)
         path = state_path()
         temporary = path.with_suffix(".tmp")
         temporary.write_text(json.dumps(asdict(state)), encoding="utf-8")
@@ -297,6 +320,27 @@ def serve(port: int, master: str, memory: str, idle_timeout_s: float) -> int:
         if recorded is not None and recorded.pid == os.getpid():
             with contextlib.suppress(FileNotFoundError):
                 state_path().unlink()
+
+
+def _warm_up(url: str) -> None:
+    """Audit a small generated run on the server's shared session before anyone else does: the JVM compiles
+    the audit's code and the session caches its plans now, not in the first command's audit (on a fresh
+    server a 2,000-event run's audit took 21 s, on a warmed one 6–7 s: docs/measurements.md)."""
+    from chaos.audit.archive_build import TRAINING_VALUES, record_training_run
+    from chaos.audit.run import audit_facts
+    from chaos.audit.spark import stop_spark
+
+    with tempfile.TemporaryDirectory(prefix="chaos-warm-up-") as tmp:
+        run_dir = Path(tmp) / "warm-up"
+        record_training_run(run_dir, "warm-up")
+        try:
+            facts = audit_facts(run_dir, engine="spark", master=url)
+        finally:
+            stop_spark()  # the shared session stays; this process's channel closes
+    if facts.problems or facts.totals.sends != TRAINING_VALUES:
+        raise WarmServerError(
+            f"the warm-up audit did not see its clean run: {facts.problems}, {facts.totals}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

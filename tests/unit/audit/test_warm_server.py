@@ -48,7 +48,7 @@ def supervisor_like() -> Iterator[subprocess.Popen[bytes]]:
 
 
 def _record(pid: int, port: int) -> WarmServer:
-    server = WarmServer(pid, port, "local[2]", "2g", 60.0, 0.0, "log")
+    server = WarmServer(pid, port, "local[2]", "2g", 60.0, 0.0, "log", "shared-session")
     warm.state_path().write_text(json.dumps(asdict(server)))
     return server
 
@@ -61,7 +61,8 @@ def test_a_record_counts_only_while_its_supervisor_runs_and_its_port_answers(
     assert warm.master_or("local[2]") == "local[2]"
     recorded = _record(supervisor_like.pid, port)
     assert warm.running() == recorded
-    assert warm.master_or("local[2]") == f"sc://127.0.0.1:{port}"
+    # every command attaches to the server's one session
+    assert warm.master_or("local[2]") == f"sc://127.0.0.1:{port}/;session_id=shared-session"
     _record(1, port)  # pid 1 is no supervisor
     assert warm.running() is None
     _record(supervisor_like.pid, port + 1 if port < 65535 else port - 1)  # nothing listens there
@@ -114,6 +115,7 @@ def test_the_server_runs_as_a_session_of_this_package_is_set_and_states_its_slot
     assert conf["spark.connect.grpc.binding.address"] == "127.0.0.1"
     assert conf["spark.connect.grpc.binding.port"] == "15999"
     assert conf["spark.default.parallelism"] == "3"
+    assert conf["spark.connect.session.manager.defaultSessionTimeout"] == "30d"  # the shared session stays
     assert conf["spark.sql.codegen.cache.maxEntries"] == "2000"  # the local session's settings
     assert conf["spark.driver.host"] == "127.0.0.1"
     on_cluster = warm._server_command(15999, "spark://127.0.0.1:7077", "2g")
@@ -127,3 +129,13 @@ def test_start_refuses_a_connect_url_and_a_bad_master(state_dir: Path) -> None:
         warm.start(master="sc://127.0.0.1:15002")
     with pytest.raises(ConfigError, match="not a Spark master URL"):
         warm.start(master="localhost")
+
+
+def test_stop_ends_the_supervisor_a_record_of_any_version_names(
+    state_dir: Path, supervisor_like: subprocess.Popen[bytes]
+) -> None:
+    warm.state_path().write_text(json.dumps({"pid": supervisor_like.pid, "port": 1}))  # fields it lacks
+    assert warm.running() is None
+    assert warm.stop(timeout_s=10)
+    assert supervisor_like.wait(10) == -15  # SIGTERM
+    assert not warm.state_path().exists()
