@@ -166,11 +166,20 @@ def warm_server(work: Path, master: str, monkeypatch: pytest.MonkeyPatch) -> Ite
     finally:
         assert "warm Spark server stopped" in chaos("spark", "stop")
     assert running() is None
-    assert not Path(f"/proc/{server.pid}").exists(), "the supervisor outlived chaos spark stop"
+    assert not _alive(server.pid), "the supervisor outlived chaos spark stop"
     deadline = time.monotonic() + 20
-    while any(Path(f"/proc/{pid}").exists() for pid in jvm) and time.monotonic() < deadline:
+    while any(_alive(pid) for pid in jvm) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not any(Path(f"/proc/{pid}").exists() for pid in jvm), "the server's JVM outlived its supervisor"
+    assert not any(_alive(pid) for pid in jvm), "the server's JVM outlived its supervisor"
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (an exited process its new parent has not reaped yet is a zombie: not running)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
 
 
 def _pids() -> list[int]:
