@@ -217,8 +217,8 @@ def _is_supervisor(pid: int) -> bool:
     return SUPERVISOR.encode() in command
 
 
-def _answers(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+def _answers(port: int, timeout_s: float = 2.0) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=timeout_s):
         return True
     return False
 

@@ -8,6 +8,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -41,6 +42,10 @@ def supervisor_like() -> Iterator[subprocess.Popen[bytes]]:
     """A process whose command line names the supervisor's module (it only sleeps)."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", SUPERVISOR])
     try:
+        deadline = time.monotonic() + 10
+        while not warm._is_supervisor(proc.pid) and time.monotonic() < deadline:
+            assert proc.poll() is None, f"the stand-in exited {proc.returncode}"
+            time.sleep(0.05)
         yield proc
     finally:
         proc.kill()
@@ -60,7 +65,8 @@ def test_a_record_counts_only_while_its_supervisor_runs_and_its_port_answers(
     assert warm.running() is None  # no record
     assert warm.master_or("local[2]") == "local[2]"
     recorded = _record(supervisor_like.pid, port)
-    assert warm.running() == recorded
+    why = f"supervisor {warm._is_supervisor(supervisor_like.pid)}, port answers {warm._answers(port)}"
+    assert warm.running() == recorded, why
     # every command attaches to the server's one session
     assert warm.master_or("local[2]") == f"sc://127.0.0.1:{port}/;session_id=shared-session"
     _record(1, port)  # pid 1 is no supervisor
