@@ -295,27 +295,33 @@ class DrainSummary:
 def _list_offsets(
     admin: AdminClient, topic: str, partitions: Sequence[int], isolation: Isolation, timeout_s: float
 ) -> dict[int, tuple[int, int]]:
+    earliest = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    low_f = _ask_offsets(admin, topic, partitions, earliest, isolation, timeout_s)
+    high_f = _ask_offsets(admin, topic, partitions, latest, isolation, timeout_s)
+    lows, highs = _answered(low_f, timeout_s), _answered(high_f, timeout_s)
+    return {p: (lows[p], highs[p]) for p in partitions}
+
+
+def _ask_offsets(
+    admin: AdminClient,
+    topic: str,
+    partitions: Sequence[int],
+    spec: Any,
+    isolation: Isolation,
+    timeout_s: float,
+) -> dict[TopicPartition, Any]:
+    """ListOffsets of ``partitions`` at ``spec`` (earliest or latest), sent: the futures of its answers."""
     level = (
         IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
     )
-    result: dict[int, tuple[int, int]] = {}
-    earliest = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-    low_f = admin.list_offsets(
-        {TopicPartition(topic, p): earliest for p in partitions},
-        isolation_level=level,
-        request_timeout=timeout_s,
+    return admin.list_offsets(
+        {TopicPartition(topic, p): spec for p in partitions}, isolation_level=level, request_timeout=timeout_s
     )
-    high_f = admin.list_offsets(
-        {TopicPartition(topic, p): latest for p in partitions},
-        isolation_level=level,
-        request_timeout=timeout_s,
-    )
-    lows = {tp.partition: f.result(timeout_s).offset for tp, f in low_f.items()}
-    highs = {tp.partition: f.result(timeout_s).offset for tp, f in high_f.items()}
-    for p in partitions:
-        result[p] = (lows[p], highs[p])
-    return result
+
+
+def _answered(futures: dict[TopicPartition, Any], timeout_s: float) -> dict[int, int]:
+    return {tp.partition: f.result(timeout_s).offset for tp, f in futures.items()}
 
 
 def drain(
@@ -504,8 +510,10 @@ def _starts_after(
     """Each partition's log start read again once the drain has read it: retention (or ``DeleteRecords``)
     may have removed records the drain had not reached yet — its consumer then resumes at the new start —
     so a ``drain_end`` names the start it really read from. Empty when the offsets cannot be listed."""
+    earliest = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
     try:
-        found = _list_offsets(admin, topic, partitions, isolation, call_timeout)
+        return _answered(
+            _ask_offsets(admin, topic, partitions, earliest, isolation, call_timeout), call_timeout
+        )
     except (KafkaException, TimeoutError):
         return {}
-    return {p: low for p, (low, _) in found.items()}
