@@ -282,8 +282,14 @@ def _stop_connect_session() -> None:
 
 
 def _is_spark_submit(pid: int) -> bool:
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
+    command = command_line(pid)
     return b"pyspark-shell" in command or b"spark-submit" in command
+
+
+def command_line(pid: int) -> bytes:
+    """Process ``pid``'s command line, its arguments NUL-separated (Linux ``/proc``); empty when it is gone
+    (or a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

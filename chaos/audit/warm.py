@@ -31,10 +31,10 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from chaos.audit.connector import ensure_connector_jars
-from chaos.audit.spark import check_master, is_connect, session_conf
+from chaos.audit.spark import SESSION_ID_PARAM, check_master, command_line, is_connect, session_conf
 from chaos.cluster.ports import free_loopback_ports
 from chaos.errors import AuditError
 from chaos.paths import cache_dir
@@ -74,7 +74,7 @@ class WarmServer:
         """Its address with the one server-side session every command attaches to: that session's
         analysed plans are cached, so a new process's first audit is a warm one (a session of its own paid
         ~4 s more on a 90,000-event run: docs/measurements.md)."""
-        return f"sc://127.0.0.1:{self.port}/;session_id={self.session_id}"
+        return f"sc://127.0.0.1:{self.port}/{SESSION_ID_PARAM}{self.session_id}"
 
 
 def state_dir() -> Path:
@@ -96,11 +96,8 @@ def log_path() -> Path:
 
 def running() -> WarmServer | None:
     """The warm server when it is up (its supervisor alive and its port answering), else None."""
-    try:
-        server = WarmServer(**json.loads(state_path().read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
-        return None
-    if not _is_supervisor(server.pid) or not _answers(server.port):
+    server = _recorded()
+    if server is None or not _is_supervisor(server.pid) or not _answers(server.port):
         return None
     return server
 
@@ -164,8 +161,8 @@ def forget_stale() -> bool:
     """Remove the state file of a warm server whose supervisor is gone; whether there was one."""
     if not state_path().exists():
         return False
-    pid = _recorded_pid()
-    if pid is not None and _is_supervisor(pid):
+    state = _state()  # an unreadable file is stale too
+    if state is not None and _is_supervisor(state.get("pid")):
         return False
     with contextlib.suppress(FileNotFoundError):
         state_path().unlink()
@@ -174,10 +171,9 @@ def forget_stale() -> bool:
 
 def stop(timeout_s: float = 30.0) -> bool:
     """Stop the warm server; whether one was running. A stale state file is removed."""
-    pid = _recorded_pid()
-    if pid is None or not _is_supervisor(pid):
-        with contextlib.suppress(FileNotFoundError):
-            state_path().unlink()
+    pid = (_state() or {}).get("pid")
+    if not isinstance(pid, int) or not _is_supervisor(pid):
+        forget_stale()
         return False
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
@@ -193,28 +189,25 @@ def stop(timeout_s: float = 30.0) -> bool:
     return True
 
 
+def _state() -> dict[str, Any] | None:
+    """The state file's fields as written (by this version of the harness or another), or None."""
+    try:
+        state = json.loads(state_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
 def _recorded() -> WarmServer | None:
+    state = _state()
     try:
-        return WarmServer(**json.loads(state_path().read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+        return WarmServer(**state) if state is not None else None
+    except TypeError:  # another version's fields
         return None
 
 
-def _recorded_pid() -> int | None:
-    """The supervisor's pid in the state file, even one another version of the harness wrote."""
-    try:
-        pid = json.loads(state_path().read_text(encoding="utf-8")).get("pid")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return pid if isinstance(pid, int) else None
-
-
-def _is_supervisor(pid: int) -> bool:
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return SUPERVISOR.encode() in command
+def _is_supervisor(pid: object) -> bool:
+    return isinstance(pid, int) and SUPERVISOR.encode() in command_line(pid)
 
 
 def _answers(port: int, timeout_s: float = 2.0) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.audit.spark import DRIVER_HOST_ENV
+from chaos.audit.spark import DRIVER_HOST_ENV, command_line
 from chaos.audit.warm import OFF_ENV, STATE_DIR_ENV, running
 from chaos.cluster.ports import free_loopback_ports
 from chaos.scenario import Scenario, ScenarioRun, Variant
@@ -187,10 +187,7 @@ def _pids() -> list[int]:
 
 
 def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+    return command_line(pid).replace(b"\0", b" ").decode(errors="replace")
 
 
 def chaos_audit(run_dir: Path, master: str | None) -> tuple[dict[str, object], float]:
