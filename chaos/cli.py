@@ -215,6 +215,7 @@ def doctor(source: str | None) -> None:
 def clean(run_ids: tuple[str, ...], everything: bool) -> None:
     """Remove containers and networks labelled chaos-harness of runs that ended or died (their reaper is
     gone). Live runs are left alone and listed, unless named with --run-id or with --all."""
+    from chaos.audit.warm import forget_stale
     from chaos.cluster.sweep import sweep
 
     if run_ids and everything:
@@ -225,13 +226,11 @@ def clean(run_ids: tuple[str, ...], everything: bool) -> None:
     _say(f"removed {len(containers)} containers, {len(networks)} networks")
     for name in (*containers, *networks):
         _say(f"  {name}")
-    from chaos.audit.warm import forget_stale
-
-    if forget_stale():
-        _say("removed the record of a warm Spark server that is gone")
     volumes = [name for result in results for name in result.volumes]
     if volumes:
         _say(f"removed {len(volumes)} brokers' log directory volumes: {', '.join(volumes)}")
+    if forget_stale():
+        _say("removed the record of a warm Spark server that is gone")
     live = [run for result in results for run in result.live_runs]
     if live:
         _say(f"left {len(live)} live runs alone (their reaper runs: a session is using them):")
