@@ -64,6 +64,7 @@ INTERNAL_PORT = 9094
 CLIENT_PATH_PORT_BASE = 9100  # listener EXTK listens on CLIENT_PATH_PORT_BASE + K inside each broker
 ROLE_LABEL = f"{LABEL}.role"
 LOG_DIR = "/var/lib/kafka/data"  # each broker's log.dirs, when it has a log directory of its own
+LAYER_BACKING = "/var/lib/chaos/disk"  # the same volume again, under the fault layer mounted on LOG_DIR
 KEEPER_LOG_ROOT = "/logdirs"  # broker i's log directory in the keeper: KEEPER_LOG_ROOT/i
 
 
@@ -311,13 +312,17 @@ class KafkaCluster:
             env["KAFKA_LOG_DIRS"] = LOG_DIR
         if self.config.fake_clock:
             env["CHAOS_FAKE_CLOCK"] = "1"
+        docker_kwargs = self._network_kwargs([f"kafka-{node_id}"])
+        if self.config.disk_layer:  # the entry point mounts LOG_DIR through faultfs over LAYER_BACKING
+            env["CHAOS_DISK_LAYER"] = "1"
+            docker_kwargs |= {"devices": ["/dev/fuse:/dev/fuse:rwm"], "cap_add": ["SYS_ADMIN"]}
         for prop, value in self.config.broker_config().items():
             env[env_name(prop)] = value
-        container = labelled(
-            self.images.kafka, self.run_id, name, **self._network_kwargs([f"kafka-{node_id}"])
-        )
+        container = labelled(self.images.kafka, self.run_id, name, **docker_kwargs)
         if self.config.log_dir_mb:
             container.with_volume_mapping(self.log_volume(node_id), LOG_DIR, "rw,nocopy")
+        if self.config.disk_layer:
+            container.with_volume_mapping(self.log_volume(node_id), LAYER_BACKING, "rw,nocopy")
         return container.with_envs(**env)
 
     @property
@@ -483,21 +488,32 @@ class KafkaCluster:
 
         Returns the seconds until it logged started; logs are read ``since=`` the restart time.
         """
-        broker = self.broker(node_id)
+        return self.restart_brokers((node_id,), timeout_s, wait=wait, fresh=fresh)
+
+    def restart_brokers(
+        self, node_ids: Sequence[int], timeout_s: float = 90.0, *, wait: bool = True, fresh: bool = False
+    ) -> float:
+        """:meth:`restart_broker` for several brokers: every container starts before any is waited for (a
+        quorum of them down registers only together); ``timeout_s`` bounds the whole wait."""
         since = time.time()
         started = time.monotonic()
-        wrapped = broker.docker
-        wrapped.reload()
-        if wrapped.status == "paused":
-            wrapped.unpause()
-        if fresh and wrapped.status == "running":
-            wrapped.kill()
-            wrapped.wait(timeout=30)
+        brokers = [self.broker(node_id) for node_id in node_ids]
+        for broker in brokers:
+            wrapped = broker.docker
             wrapped.reload()
-        if wrapped.status != "running":
-            wrapped.start()
+            if wrapped.status == "paused":
+                wrapped.unpause()
+            if fresh and wrapped.status == "running":
+                wrapped.kill()
+                wrapped.wait(timeout=30)
+                wrapped.reload()
+            if wrapped.status != "running":
+                wrapped.start()
         if wait:
-            wait_for_log(broker.container, re.escape(READY_LOG), timeout_s, since=since)
+            deadline = started + timeout_s
+            for broker in brokers:
+                left = max(deadline - time.monotonic(), 0.5)
+                wait_for_log(broker.container, re.escape(READY_LOG), left, since=since)
         return time.monotonic() - started
 
     def capture_logs(self, directory: Path, since: float | None = None) -> list[Path]:

@@ -72,8 +72,9 @@ def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(sorted(mapping.items())))
 
 
-def _check_disk_and_clock(owner: str, log_dir_mb: object, fake_clock: object) -> None:
-    """``log_dir_mb`` 0 or at least :data:`MIN_LOG_DIR_MB`, ``fake_clock`` a bool (ConfigError otherwise)."""
+def _check_disk_and_clock(owner: str, log_dir_mb: object, fake_clock: object, disk_layer: object) -> None:
+    """``log_dir_mb`` 0 or at least :data:`MIN_LOG_DIR_MB`, ``fake_clock`` and ``disk_layer`` bools, a disk
+    layer only over a log directory of its own (ConfigError otherwise)."""
     if (
         isinstance(log_dir_mb, bool)
         or not isinstance(log_dir_mb, int)
@@ -85,24 +86,38 @@ def _check_disk_and_clock(owner: str, log_dir_mb: object, fake_clock: object) ->
         )
     if not isinstance(fake_clock, bool):
         raise ConfigError(f"{owner}fake_clock must be True or False, not {fake_clock!r}")
+    if not isinstance(disk_layer, bool):
+        raise ConfigError(f"{owner}disk_layer must be True or False, not {disk_layer!r}")
+    if disk_layer and not log_dir_mb:
+        raise ConfigError(
+            f"{owner}disk_layer=True needs a log directory of the broker's own under it: set log_dir_mb "
+            f"(e.g. {DEFAULT_LOG_DIR_MB})"
+        )
 
 
 @dataclass(frozen=True)
 class ClusterNeeds:
     """What a scenario needs of the cluster it runs on, beyond what any cluster has: a wall clock the clock
     faults can move (``fake_clock``), log directories of the brokers' own at least ``log_dir_mb`` large for
-    the disk faults. The pytest plugin starts the session's cluster again with them when a scenario needs
-    what it lacks, and keeps them for the rest of the session (``Scenario(cluster=ClusterNeeds(...))``)."""
+    the disk faults, mounted through the fault layer (``disk_layer``, which needs ``log_dir_mb``) for the
+    slow-disk, disk-error and power-loss faults. The pytest plugin starts the session's cluster again with
+    them when a scenario needs what it lacks, and keeps them for the rest of the session
+    (``Scenario(cluster=ClusterNeeds(...))``)."""
 
     fake_clock: bool = False
     log_dir_mb: int = 0
+    disk_layer: bool = False
 
     def __post_init__(self) -> None:
-        _check_disk_and_clock("ClusterNeeds.", self.log_dir_mb, self.fake_clock)
+        _check_disk_and_clock("ClusterNeeds.", self.log_dir_mb, self.fake_clock, self.disk_layer)
 
     def met_by(self, config: ClusterConfig) -> bool:
         """A cluster of ``config`` has everything needed."""
-        return (config.fake_clock or not self.fake_clock) and config.log_dir_mb >= self.log_dir_mb
+        return (
+            (config.fake_clock or not self.fake_clock)
+            and (config.disk_layer or not self.disk_layer)
+            and config.log_dir_mb >= self.log_dir_mb
+        )
 
     def applied_to(self, config: ClusterConfig) -> ClusterConfig:
         """``config`` with what is needed added (nothing it has is taken away)."""
@@ -110,11 +125,14 @@ class ClusterNeeds:
             config,
             fake_clock=config.fake_clock or self.fake_clock,
             log_dir_mb=max(config.log_dir_mb, self.log_dir_mb),
+            disk_layer=config.disk_layer or self.disk_layer,
         )
 
     def describe(self) -> str:
-        parts = (["a fakeable wall clock"] if self.fake_clock else []) + (
-            [f"log directories of {self.log_dir_mb} MB"] if self.log_dir_mb else []
+        parts = (
+            (["a fakeable wall clock"] if self.fake_clock else [])
+            + ([f"log directories of {self.log_dir_mb} MB"] if self.log_dir_mb else [])
+            + (["the fault layer under them"] if self.disk_layer else [])
         )
         return " and ".join(parts) or "nothing special"
 
@@ -138,6 +156,11 @@ class ClusterConfig:
 
     ``fake_clock``: each broker's JVM reads its wall clock through libfaketime (the local Kafka image), so
     clock faults can move it (chaos.faults.clock); off, they refuse this cluster.
+
+    ``disk_layer``: each broker's log directory (``log_dir_mb`` > 0) is mounted through the fault layer
+    (faultfs, in the local Kafka image), so the slow-disk, disk-error and power-loss faults can act on it
+    (chaos.faults.disk_layer); off, they refuse this cluster. Its brokers get ``/dev/fuse`` and
+    ``CAP_SYS_ADMIN``.
     """
 
     brokers: int = 3
@@ -150,6 +173,7 @@ class ClusterConfig:
     client_paths: int = 2
     log_dir_mb: int = 0
     fake_clock: bool = False
+    disk_layer: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.brokers, bool) or not isinstance(self.brokers, int):
@@ -200,7 +224,7 @@ class ClusterConfig:
             raise ConfigError(
                 f"client_paths={self.client_paths} is out of range: 0..{MAX_CLIENT_PATHS} extra client paths"
             )
-        _check_disk_and_clock("", self.log_dir_mb, self.fake_clock)
+        _check_disk_and_clock("", self.log_dir_mb, self.fake_clock, self.disk_layer)
         if not self.start_timeout_s > 0:
             raise ConfigError(f"start_timeout_s must be positive, not {self.start_timeout_s!r}")
         object.__setattr__(self, "broker_overrides", _frozen(self.broker_overrides))

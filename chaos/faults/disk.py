@@ -42,8 +42,37 @@ OFFLINE: Final = re.compile(r"Stopping serving logs in dir|Shutdown broker becau
 """A broker that logged this since it started no longer serves its log directory: heal restarts it."""
 
 
-def _text(output: Any) -> str:
+def text_of(output: Any) -> str:
+    """What ``docker exec`` or ``docker logs`` gave, as text."""
     return output.decode(errors="replace") if isinstance(output, bytes) else str(output)
+
+
+def restart_if_offline(fault: Fault, broker_id: int, timeout_s: float) -> bool:
+    """Start broker ``broker_id`` again when, since ``fault`` was injected, it stopped or took its log
+    directory offline (what Kafka does when a write to it fails); True when it was restarted."""
+    container = fault.cluster.broker(broker_id).docker
+    container.reload()
+    if container.status == "paused":
+        return False  # another fault's; its heal (or heal_all) resumes it
+    if container.status == "running" and not _went_offline(container, fault):
+        return False
+    fresh = container.status == "running"  # alive but without its log directory: a new process
+    if fault.interrupted:
+        fault.cluster.restart_broker(broker_id, timeout_s, wait=False, fresh=fresh)
+        fault.note("restarted without waiting for it to start (the session was interrupted)")
+    else:
+        fault.cluster.restart_broker(broker_id, timeout_s, fresh=fresh)
+    fault.note(
+        f"broker {broker_id} restarted ({'it took its log directory offline' if fresh else 'it had stopped'})"
+    )
+    return True
+
+
+def _went_offline(container: Any, fault: Fault) -> bool:
+    """The running broker logged that it stopped serving its log directory since it last started."""
+    started = _started_at(container)
+    since = max(started, fault.record.injected_at if fault.record else started)
+    return bool(OFFLINE.search(text_of(container.logs(since=since))))
 
 
 class DiskFull(Fault):
@@ -76,7 +105,7 @@ class DiskFull(Fault):
 
     def _run(self, keeper: Any, script: str) -> tuple[int, str]:
         code, output = keeper.exec_run(["sh", "-c", script])
-        return int(code), _text(output)
+        return int(code), text_of(output)
 
     def _inject(self) -> None:
         (broker_id,) = self.brokers
@@ -116,7 +145,7 @@ class DiskFull(Fault):
         assert self.record is not None
         container = self.cluster.broker(broker_id).docker
         container.reload()
-        logs = _text(container.logs(since=self.record.injected_at))
+        logs = text_of(container.logs(since=self.record.injected_at))
         errors = [line for line in logs.splitlines() if STORAGE_ERROR.search(line)]
         moved = self._moved(broker_id)
         status = f"its container {container.status}"
@@ -155,29 +184,7 @@ class DiskFull(Fault):
                 f"{output.strip()[-300:]}\n  fix: heal_all(cluster) retries; by hand: docker exec "
                 f"{keeper.name} rm -f {directory}/{BALLAST}"
             )
-        container = self.cluster.broker(broker_id).docker
-        container.reload()
-        if container.status == "running" and not self._went_offline(container):
-            return
-        if container.status == "paused":
-            return  # another fault's; its heal (or heal_all) resumes it, and the directory has room again
-        fresh = container.status == "running"  # alive but without its log directory: a new process
-        if self.interrupted:
-            self.cluster.restart_broker(broker_id, self.restart_timeout_s, wait=False, fresh=fresh)
-            self.note("restarted without waiting for it to start (the session was interrupted)")
-        else:
-            self.cluster.restart_broker(broker_id, self.restart_timeout_s, fresh=fresh)
-        self.restarted = True
-        self.note(
-            f"broker {broker_id} restarted "
-            f"({'it took its log directory offline' if fresh else 'it had stopped'})"
-        )
-
-    def _went_offline(self, container: Any) -> bool:
-        """The running broker logged that it stopped serving its log directory since it last started."""
-        started = _started_at(container)
-        since = max(started, self.record.injected_at if self.record else started)
-        return bool(OFFLINE.search(_text(container.logs(since=since))))
+        self.restarted = restart_if_offline(self, broker_id, self.restart_timeout_s)
 
 
 def _started_at(container: Any) -> float:

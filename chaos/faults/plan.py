@@ -19,6 +19,7 @@ from chaos.errors import PlanError
 from chaos.faults.base import Fault, FaultLog, Param
 from chaos.faults.clock import ClockDrift, ClockJump
 from chaos.faults.disk import DiskFull
+from chaos.faults.disk_layer import DiskError, PowerLoss, SlowDisk
 from chaos.faults.network import IsolateFromQuorum, NetworkCut, Partition, ReplicationCut
 from chaos.faults.operations import PreferredElection, ReassignReplicas, RemoveBroker
 from chaos.faults.process import Crash, Pause, Stop
@@ -64,13 +65,22 @@ KINDS: tuple[str, ...] = (
     "preferred_election",
     "reassign_replicas",
 )
-OPT_IN_KINDS: tuple[str, ...] = ("clock_jump", "clock_drift", "disk_full")
+OPT_IN_KINDS: tuple[str, ...] = (
+    "clock_jump",
+    "clock_drift",
+    "disk_full",
+    "slow_disk",
+    "disk_error",
+    "power_loss",
+)
 """Faults on one broker's clock and disk: drawn only when named (``kinds=ALL_KINDS`` or a list of them), so
 every plan drawn with the default :data:`KINDS` (the seeds the catalog and the docs quote) stays as it was."""
 ALL_KINDS: tuple[str, ...] = KINDS + OPT_IN_KINDS
 """Every kind a plan step may name."""
 CLOCK_KINDS: Final[tuple[str, ...]] = ("clock_jump", "clock_drift")
-DISK_KINDS: Final[tuple[str, ...]] = ("disk_full",)
+LAYER_KINDS: Final[tuple[str, ...]] = ("slow_disk", "disk_error", "power_loss")
+"""The disk faults that act through the fault layer under the log directory (ClusterConfig.disk_layer)."""
+DISK_KINDS: Final[tuple[str, ...]] = ("disk_full", *LAYER_KINDS)
 DISK_LOG_DIR_MB: Final = 1024
 """The log directory a disk fault drawn into a plan fills: 1 GB per broker (a tmpfs, used only as written)."""
 
@@ -95,11 +105,13 @@ def parse_kinds(text: str) -> tuple[str, ...]:
 
 def needs_of(kinds: Iterable[str]) -> ClusterNeeds:
     """What a cluster must have for steps of ``kinds`` to run on it: a fakeable wall clock for the clock
-    faults, log directories of its own for the disk faults (:class:`~chaos.cluster.config.ClusterNeeds`)."""
+    faults, log directories of its own for the disk faults, the fault layer under them for
+    :data:`LAYER_KINDS` (:class:`~chaos.cluster.config.ClusterNeeds`)."""
     named = set(kinds)
     return ClusterNeeds(
         fake_clock=bool(named & set(CLOCK_KINDS)),
         log_dir_mb=DISK_LOG_DIR_MB if named & set(DISK_KINDS) else 0,
+        disk_layer=bool(named & set(LAYER_KINDS)),
     )
 
 
@@ -364,6 +376,14 @@ def _draw_step(rng: random.Random, kind: str, draw: _Draw) -> tuple[Target, dict
     if kind == "clock_drift":  # 1.25..4 times fast, or 0.25..0.8 times slow
         rate = rng.uniform(1.25, 4.0) if rng.random() < 0.5 else rng.uniform(0.25, 0.8)
         return draw.target(rng), {"rate": round(rate, 3)}
+    if kind == "slow_disk":  # a throttled device, a slow one per write, a slow fsync
+        return draw.target(rng), {
+            "write_bps": rng.choice((0, 65_536, 262_144, 1_048_576)),
+            "write_ms": float(rng.randint(0, 400)),
+            "fsync_ms": float(rng.randint(100, 2000)),
+        }
+    if kind == "disk_error":  # corrupt reads are the scenarios' own: no configuration survives them
+        return draw.target(rng), {"error": rng.choice(("unwritable", "unreadable"))}
     if kind not in TOXIC_KINDS:
         return draw.target(rng), {}
     paths = rng.choice(_PATH_CHOICES)
@@ -522,6 +542,9 @@ _BUILDERS: dict[str, Callable[..., Fault]] = {
     "clock_jump": ClockJump,
     "clock_drift": ClockDrift,
     "disk_full": DiskFull,
+    "slow_disk": SlowDisk,
+    "disk_error": DiskError,
+    "power_loss": PowerLoss,
 }
 
 

@@ -1,10 +1,12 @@
 """Clock and disk faults on the real cluster: each proves it landed the way its own measure says, then heals.
 
 A clock jump moves the leader's log timestamps and the LogAppendTime it gives a record; a drift makes that
-offset grow; a full log directory makes the broker log the storage error and give up its leaderships.
-Numbers are printed (run with ``-s``) and logged in docs/measurements.md. The tests
-share a cluster of their own that opts in to both (``fake_clock=True``, ``log_dir_mb``), started once for
-the module and closed after it.
+offset grow; a full log directory makes the broker log the storage error and give up its leaderships; a
+slow disk slows the leader's acknowledgements; an unwritable disk makes the broker log the storage error;
+a power loss of every replica loses the acknowledged records that were never fsynced, and none of a topic
+that flushes each one. Numbers are printed (run with ``-s``) and logged in docs/measurements.md. The tests
+share a cluster of their own that opts in to all (``fake_clock=True``, ``log_dir_mb``, ``disk_layer``),
+started once for the module and closed after it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from chaos.cluster.config import ClusterConfig
 from chaos.faults.base import FaultLog
 from chaos.faults.clock import RELOAD_S, SETTLE_S, ClockDrift, ClockJump, log_skews
 from chaos.faults.disk import STORAGE_ERROR, DiskFull
+from chaos.faults.disk_layer import DiskError, PowerLoss, SlowDisk
 from chaos.faults.heal import heal_all
 from chaos.faults.targets import LeaderOf, resolve
 
@@ -40,8 +43,10 @@ def own_cluster(
     chaos_images: ImageSet, chaos_cluster_config: ClusterConfig, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KafkaCluster]:
     """A cluster whose brokers read a fakeable clock and keep their data in 256 MB directories of their
-    own."""
-    config = ClusterConfig(profile=chaos_cluster_config.profile, log_dir_mb=256, fake_clock=True)
+    own, mounted through the fault layer."""
+    config = ClusterConfig(
+        profile=chaos_cluster_config.profile, log_dir_mb=256, fake_clock=True, disk_layer=True
+    )
     cluster = KafkaCluster(chaos_images, config, run_dir=Path(tmp_path_factory.mktemp("clock-disk")))
     cluster.start()
     try:
@@ -217,3 +222,137 @@ def test_a_full_log_directory_stops_the_broker_and_moves_its_leaderships(kafka_c
     assert full.restarted
     assert cluster.broker(target).status() == "running"
     assert record.healed_at is not None
+
+
+def produce_acked(bootstrap: str, topic: str, count: int, *, one_by_one: bool = False) -> list[float]:
+    """Produce ``count`` records to partition 0 with acks=all, each acknowledged; their ack latencies (s)
+    when sent ``one_by_one`` (each waits for the last), else one batch's."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "log_level": 0})
+    errors: list[Any] = []
+    latencies: list[float] = []
+    for i in range(count):
+        sent = time.monotonic()
+        producer.produce(
+            topic, value=f"v{i}".encode(), partition=0, on_delivery=lambda err, msg: errors.append(err)
+        )
+        if one_by_one:
+            assert producer.flush(30) == 0
+            latencies.append(time.monotonic() - sent)
+    assert producer.flush(30) == 0
+    assert errors == [None] * count, [e for e in errors if e is not None][:3]
+    return latencies
+
+
+def read_values(bootstrap: str, topic: str) -> list[bytes]:
+    """Every value in partition 0, from its start to its high watermark."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4().hex[:8]}", "log_level": 0}
+    )
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        consumer.assign([TopicPartition(topic, 0, low)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while low + len(values) < high and time.monotonic() < deadline:
+            record = consumer.poll(0.5)
+            if record is not None and record.error() is None:
+                values.append(record.value())
+        return values
+    finally:
+        consumer.close()
+
+
+def test_a_power_loss_of_every_replica_loses_what_was_never_fsynced(kafka_cluster: KafkaCluster) -> None:
+    cluster = kafka_cluster
+    default, flushed = f"power-{uuid.uuid4().hex[:6]}", f"flushed-{uuid.uuid4().hex[:6]}"
+    cluster.create_topic(default, partitions=1, replication_factor=3, config={"min.insync.replicas": "2"})
+    cluster.create_topic(
+        flushed,
+        partitions=1,
+        replication_factor=3,
+        config={"min.insync.replicas": "2", "flush.messages": "1"},
+    )
+    bootstrap = cluster.bootstrap_servers
+    produce_acked(bootstrap, default, 500)
+    produce_acked(bootstrap, flushed, 500)
+    log = FaultLog()
+    loss = PowerLoss(cluster, LeaderOf(default, 0), every_replica=True, log=log)
+    started = time.monotonic()
+    with loss:
+        cut = loss.dropped_from(default, 0), loss.dropped_from(flushed, 0)
+    healed_s = time.monotonic() - started
+    cluster.wait_healthy(60)
+    left = read_values(bootstrap, default), read_values(bootstrap, flushed)
+    record = log.records()[0]
+    assert record.effect is not None
+    print(
+        f"\nMEASURED power_loss of brokers {loss.brokers}: 500 acked records each; bytes written and never "
+        f"fsynced cut from {default}-0 {cut[0]}, from {flushed}-0 (flush.messages=1) {cut[1]}; after the "
+        f"restart {len(left[0])} and {len(left[1])} records left; healed {healed_s:.1f} s after the inject; "
+        f"effect: {record.effect.evidence}"
+    )
+    assert loss.brokers == (1, 2, 3)
+    assert record.effect.observed, record.effect.evidence
+    assert cut[0] > 0
+    assert cut[1] == 0
+    assert len(left[0]) < 500  # acknowledged by every replica, lost by every replica
+    assert sorted(left[1]) == sorted(f"v{i}".encode() for i in range(500))
+    assert all(cluster.broker(b).status() == "running" for b in loss.brokers)
+
+
+def test_a_slow_disk_slows_the_leaders_acknowledgements(kafka_cluster: KafkaCluster) -> None:
+    cluster = kafka_cluster
+    topic = f"slow-{uuid.uuid4().hex[:6]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    bootstrap = cluster.bootstrap_servers
+    leader = resolve(cluster, LeaderOf(topic, 0))
+    before = produce_acked(bootstrap, topic, 10, one_by_one=True)
+    log = FaultLog()
+    with SlowDisk(cluster, leader, write_bps=0, write_ms=300.0, fsync_ms=0.0, log=log):
+        during = produce_acked(bootstrap, topic, 10, one_by_one=True)
+    after = produce_acked(bootstrap, topic, 10, one_by_one=True)
+    record = log.records()[0]
+    assert record.effect is not None
+    medians = [statistics.median(x) for x in (before, during, after)]
+    print(
+        f"\nMEASURED slow_disk write_ms=300 on leader {leader}: median ack latency "
+        f"{medians[0] * 1000:.0f} ms before, {medians[1] * 1000:.0f} ms during, {medians[2] * 1000:.0f} ms "
+        f"after; effect: {record.effect.evidence}"
+    )
+    assert record.effect.observed, record.effect.evidence
+    assert medians[1] > medians[0] + 0.25
+    assert medians[2] < medians[1] - 0.2
+
+
+def test_an_unwritable_disk_makes_the_broker_log_the_storage_error(kafka_cluster: KafkaCluster) -> None:
+    cluster = kafka_cluster
+    topic = f"eio-{uuid.uuid4().hex[:6]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=3, config={"min.insync.replicas": "2"})
+    bootstrap = cluster.bootstrap_servers
+    leader = resolve(cluster, LeaderOf(topic, 0))
+    log = FaultLog()
+    error = DiskError(cluster, leader, error="unwritable", log=log)
+    with error:
+        produce_acked(bootstrap, topic, 50)  # acknowledged by the new leader once this one gave up
+        container = cluster.broker(leader).docker
+
+        def storage_error() -> bool:
+            assert error.record is not None
+            text = container.logs(since=error.record.injected_at).decode(errors="replace")
+            return bool(STORAGE_ERROR.search(text))
+
+        logged = wait_for(storage_error, 20, "the storage error in the broker's log")
+    record = log.records()[0]
+    assert record.effect is not None
+    print(
+        f"\nMEASURED disk_error unwritable on leader {leader}: storage error logged {logged:.1f} s after the "
+        f"records were acknowledged; restarted {error.restarted}; effect: {record.effect.evidence}"
+    )
+    assert record.effect.observed, record.effect.evidence
+    assert error.restarted
+    assert cluster.broker(leader).status() == "running"
+    assert len(read_values(bootstrap, topic)) == 50

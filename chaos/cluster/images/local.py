@@ -3,7 +3,8 @@
 * ``jre-base``: Debian from ``debootstrap`` (the machine's own apt mirror) with a JRE, imported with
   ``docker import``;
 * ``kafka``: the broker's runtime jars from Maven Central on that base, with the entry point that
-  honours the official image's ``KAFKA_*`` convention;
+  honours the official image's ``KAFKA_*`` convention, and ``faultfs``, the harness's own fault layer over a
+  broker's log directory (a FUSE pass-through, ``go build``);
 * ``toxiproxy``: ``go install`` at the pinned version, on ``scratch``;
 * ``reaper``: the harness's own Ryuk-compatible reaper, ``go build`` on ``scratch``.
 
@@ -105,6 +106,7 @@ def recipes(kafka_version: str = versions.KAFKA_VERSION) -> dict[str, LocalImage
             versions.SCALA_BINARY_VERSION,
             _logging_dependencies(kafka_version),
             _files_digest(CONTEXT_DIR / "kafka"),
+            _files_digest(CONTEXT_DIR / "faultfs"),
         ),
         functools.partial(_build_kafka, kafka_version=kafka_version),
         depends_on=("jre-base",),
@@ -324,6 +326,7 @@ def _build_kafka(image: LocalImage, *, kafka_version: str) -> None:
     context = _fresh_context(image, CONTEXT_DIR / "kafka")
     (context / "pom.xml").unlink()
     shutil.copytree(libs_cache, context / "libs")
+    _go_build(image, CONTEXT_DIR / "faultfs", context / "faultfs")
     _docker_build(image, context, {"BASE_IMAGE": base})
 
 
@@ -345,19 +348,24 @@ def _build_toxiproxy(image: LocalImage) -> None:
     _docker_build(image, context)
 
 
+def _go_build(image: LocalImage, source: Path, binary: Path) -> None:
+    """A static binary of the Go module in ``source`` (the harness's own) at ``binary``."""
+    go = _require_tool("go", "install Go >= 1.23 and put it on PATH")
+    run_logged(
+        [go, "build", "-ldflags=-s -w", "-o", str(binary), "."],
+        _log_path(image, f"go-{source.name}"),
+        f"go build {source.name}",
+        cwd=source,
+        env=_go_env(binary.parent),
+    )
+
+
 def _build_reaper(image: LocalImage) -> None:
-    go = _require_tool("go", "install Go >= 1.22 and put it on PATH")
     source = CONTEXT_DIR / "reaper"
     context = _build_dir(image) / "context"
     context.mkdir(exist_ok=True)
     shutil.copy2(source / "Dockerfile", context / "Dockerfile")
-    run_logged(
-        [go, "build", "-ldflags=-s -w", "-o", str(context / "reaper"), "."],
-        _log_path(image, "go"),
-        "go build reaper",
-        cwd=source,
-        env=_go_env(context),
-    )
+    _go_build(image, source, context / "reaper")
     _docker_build(image, context)
 
 
