@@ -59,6 +59,8 @@ class LayerStats:
     tracked: int = 0
     unsynced_bytes: int = 0
     frozen: bool = False
+    started: int = 0
+    """When the layer was mounted (Unix ns): another value is another layer, its counts begun anew."""
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> LayerStats:
@@ -140,7 +142,7 @@ class LayerFault(Fault):
         if container.status != "running":
             return None
         now = layer_stats(self.cluster, broker_id)
-        if now.writes < self.before.writes or now.reads < self.before.reads:
+        if now.started != self.before.started:
             return None
         return now, self.before
 

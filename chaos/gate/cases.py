@@ -110,6 +110,11 @@ CONSUMER_OUTAGE: Final[Mapping[str, Outage]] = MappingProxyType(
             15.0,
             "the group stops after its first values and comes back once the leader's clock is real again",
         ),
+        "PL1": Outage(
+            20.0,
+            "every broker of the partition loses power and is killed: its records are read again once the "
+            "three have restarted together and elected a leader",
+        ),
         "SV1": Outage(
             12.0,
             "the output's leader is down 10 s, one service instance killed in it: the records it held wait "

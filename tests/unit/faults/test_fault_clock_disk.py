@@ -536,6 +536,6 @@ def test_kinds_are_named_as_a_user_names_them_and_say_what_the_cluster_needs() -
     with pytest.raises(PlanError, match="none named"):
         parse_kinds(",")
     assert needs_of(KINDS) == ClusterNeeds()
-    assert needs_of(ALL_KINDS) == ClusterNeeds(fake_clock=True, log_dir_mb=DISK_LOG_DIR_MB)
+    assert needs_of(ALL_KINDS) == ClusterNeeds(fake_clock=True, log_dir_mb=DISK_LOG_DIR_MB, disk_layer=True)
     assert needs_of(["clock_jump"]) == ClusterNeeds(fake_clock=True)
     assert needs_of(["disk_full", "crash"]) == ClusterNeeds(log_dir_mb=DISK_LOG_DIR_MB)

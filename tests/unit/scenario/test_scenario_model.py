@@ -113,7 +113,7 @@ def test_the_registry_finds_every_scenario_file_with_catalog_ids() -> None:
     # The minimum set, in docs/catalog.md's section order.
     assert [s.case_id for s in found] == [
         "PB1", "PB4", "ISR2", "ISR3", "MD1", "MD2", "MD3", "MPI1", "L1", "L2", "L6", "D1", "D3", "O1", "O6",
-        "CJ1", "DF1", "RN1", "SV1",
+        "CJ1", "DF1", "PL1", "RN1", "SV1",
     ]  # fmt: skip
     for s in found:
         path = REPO_ROOT / s.module  # absolute when filled in by @chaos_scenario

@@ -43,10 +43,12 @@ type Stats struct {
 	Tracked       int     `json:"tracked"`
 	UnsyncedBytes int64   `json:"unsynced_bytes"` // written and never fsynced
 	Frozen        bool    `json:"frozen"`
+	Started       int64   `json:"started"` // when the layer was mounted (Unix ns): a new one starts anew
 }
 
 type layer struct {
 	backing string
+	started int64
 	// Every operation holds gate for reading; a power loss takes it for writing, so the operations under
 	// way finish before the drop, and from then on every operation fails (EIO) without reaching the
 	// backing directory: the process that wrote is killed next, and its last calls must return for it to
@@ -64,7 +66,7 @@ type layer struct {
 }
 
 func newLayer(backing string) *layer {
-	l := &layer{backing: backing, durable: map[uint64]int64{}, written: map[uint64]int64{}, nodes: map[uint64]*node{}}
+	l := &layer{backing: backing, started: time.Now().UnixNano(), durable: map[uint64]int64{}, written: map[uint64]int64{}, nodes: map[uint64]*node{}}
 	l.settings.Store(&Settings{})
 	return l
 }
@@ -157,7 +159,7 @@ func (l *layer) stats() Stats {
 		Writes: l.writes.Load(), WriteBytes: l.writeBytes.Load(), Fsyncs: l.fsyncs.Load(),
 		Reads: l.reads.Load(), Delayed: l.delayed.Load(), DelayS: float64(l.delayNs.Load()) / 1e9,
 		Failed: l.failed.Load(), CorruptReads: l.corruptReads.Load(), Tracked: tracked,
-		UnsyncedBytes: unsynced.DataBytes, Frozen: l.frozen.Load(),
+		UnsyncedBytes: unsynced.DataBytes, Frozen: l.frozen.Load(), Started: l.started,
 	}
 }
 
