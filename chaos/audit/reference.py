@@ -183,6 +183,7 @@ def reference_audit(
 
     n = options.max_examples
     anomalies = tuple((name, make_report(found[name], len(found[name]), n)) for name in ANOMALIES)
+    expired, compacted = removals.removed_totals(removed)
     totals = Totals(
         sends=len(invokes),
         acked=sum(1 for v in invokes if status[v] == "acked"),
@@ -190,8 +191,8 @@ def reference_audit(
         indeterminate=sum(1 for v in invokes if status[v] == "indeterminate"),
         log_records=len(records),
         deliveries=len(deliveries),
-        expired=sum(n for (_, _, why), n in removed.items() if why == "expired"),
-        compacted=sum(n for (_, _, why), n in removed.items() if why == "compacted"),
+        expired=expired,
+        compacted=compacted,
     )
     first_delivery = consumer.first_deliveries(deliveries)
     e2e = availability.e2e_samples(txn.available, first_delivery)

@@ -68,7 +68,7 @@ from chaos.audit.facts import (
     Totals,
     make_report,
 )
-from chaos.audit.logpolicy import NO_POLICIES, REMOVAL_KINDS, LogPolicies
+from chaos.audit.logpolicy import NO_POLICIES, LogPolicies
 from chaos.audit.sizing import sized
 from chaos.audit.spark import is_connect_session
 from chaos.errors import AuditError
@@ -323,17 +323,9 @@ def _parts(
         )
         .withColumn("part", F.lit("range"))
     )
-    removals = (
-        instances.where(F.col("anomaly").isin(*REMOVAL_KINDS, "expired_unread"))
-        .groupBy(
-            "run_id", F.col("topic").alias("rm_topic"), F.col("partition").alias("rm_partition"), "anomaly"
-        )
-        .agg(F.count(F.lit(1)).alias("n"))
-        .withColumn("part", F.lit("removal"))
-    )
     parts = [
         examples.select(F.lit("example").alias("part"), "run_id", "anomaly", "n", "rn", *_EXAMPLE_COLUMNS),
-        removals,
+        removals.removal_counts(F, instances),
         by_producer.withColumn("part", F.lit("by_producer")),
         ranges,
         per_value.groupBy("run_id")
@@ -397,9 +389,7 @@ def _facts(
     policies: dict[str, LogPolicies],
 ) -> dict[str, AuditFacts]:
     """The collected parts as one :class:`AuditFacts` per run (``runs``, sorted)."""
-    removed: dict[str, dict[tuple[str, int, str], int]] = defaultdict(dict)
-    for e in by_part["removal"]:
-        removed[e.run_id][(e.rm_topic, e.rm_partition, e.anomaly)] = e.n
+    removed = removals.removed_of(by_part["removal"])
     counts: dict[tuple[str, str], int] = {}
     found_examples: dict[tuple[str, str], list[Example]] = defaultdict(list)
     per_producer: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
@@ -455,7 +445,8 @@ def _facts(
         sends = t.c_sent if t else 0
         acked = t.c_acked if t else 0
         failed = t.c_failed if t else 0
-        of_run = removed[run]
+        of_run = removed.get(run, {})
+        expired, compacted = removals.removed_totals(of_run)
         totals = Totals(
             sends,
             acked,
@@ -463,8 +454,8 @@ def _facts(
             sends - acked - failed,
             t.c_log if t else 0,
             t.c_deliveries if t else 0,
-            expired=sum(n for (_, _, why), n in of_run.items() if why == "expired"),
-            compacted=sum(n for (_, _, why), n in of_run.items() if why == "compacted"),
+            expired=expired,
+            compacted=compacted,
         )
         if not sends:
             problems[run].add("history has no send_invoke events")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from chaos.audit.checks.frames import local_frame
 from chaos.audit.checks.transactions import Position, Transactions
 from chaos.audit.checks.values import Send
-from chaos.audit.logpolicy import LogPolicies
+from chaos.audit.logpolicy import REMOVAL_KINDS, LogPolicies
 from chaos.run.events import Delivery, DrainEnd, LogStart, TopicPolicy
 
 if TYPE_CHECKING:
@@ -146,6 +146,39 @@ def removed(
         F.lit("expired_unread").alias("anomaly"), *columns
     )
     return instances.where(anomaly != "lost_acked").unionByName(named).unionByName(unread)
+
+
+def removal_counts(F: Any, instances: DataFrame) -> DataFrame:
+    """Part ``removal``: per run, partition and kind the instances :func:`removed` named ``expired`` or
+    ``compacted`` and the ``expired_unread`` ones, counted."""
+    return (
+        instances.where(F.col("anomaly").isin(*REMOVAL_KINDS, "expired_unread"))
+        .groupBy(
+            "run_id", F.col("topic").alias("rm_topic"), F.col("partition").alias("rm_partition"), "anomaly"
+        )
+        .agg(F.count(F.lit(1)).alias("n"))
+        .withColumn("part", F.lit("removal"))
+    )
+
+
+def removed_of(rows: list[Any]) -> dict[str, dict[tuple[str, int, str], int]]:
+    """Per run, the collected ``removal`` part's counts: ``(topic, partition, kind) -> n``."""
+    removed: dict[str, dict[tuple[str, int, str], int]] = defaultdict(dict)
+    for e in rows:
+        removed[e.run_id][(e.rm_topic, e.rm_partition, e.anomaly)] = e.n
+    return removed
+
+
+# both engines
+
+
+def removed_totals(counts: Mapping[tuple[str, int, str], int]) -> tuple[int, int]:
+    """``(expired, compacted)``: a run's totals of what the log policy removed, from its counts per
+    ``(topic, partition, kind)``."""
+    return (
+        sum(n for (_, _, why), n in counts.items() if why == "expired"),
+        sum(n for (_, _, why), n in counts.items() if why == "compacted"),
+    )
 
 
 # reference
