@@ -307,6 +307,9 @@ def run_availability(
     e2e: list[tuple[float, float]],
     consumer: Consumption,
 ) -> Availability:
+    """The run's availability from its ``history``: the longest gap between acks (from its first invoke to
+    its last send event), and per fault window (paired from ``faults``) the ack and end-to-end (``e2e``)
+    latencies before, during and after it and the time from its heal to the first ack and delivery."""
     acks = sorted(
         ((e.mono, e.latency_ms) for e in history if isinstance(e, SendOutcome) and e.outcome == "ok"),
         key=lambda ack: ack[0],

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 RC: Final = "read_committed"
+"""The isolation level at which a reader sees no record of an open or aborted transaction."""
 Position = tuple[str, int, int]
+"""A record's place in the log: ``(topic, partition, offset)``."""
 Available = tuple[str, Position, float, int]
 """A send's record becoming readable by the group: ``(value_id, position, mono, index)``."""
 
@@ -222,6 +224,10 @@ def transaction_view(
     group_isolation: str,
     deliveries: list[tuple[int, Delivery]],
 ) -> Transactions:
+    """What the transactions say about each sent value: its sends paired with their outcomes (the k-th
+    outcome answers the k-th invoke) and the attempts they were made in, each attempt's state from its
+    markers and what the log shows (``log_records``; ``drain_last``: each partition's last drain end per
+    isolation level)."""
     read_at: dict[str, set[tuple[str, int, int, str | None]]] = {level: set() for level in ISOLATION_LEVELS}
     for r in log_records:
         read_at[r.isolation].add((r.topic, r.partition, r.offset, r.value_id))
