@@ -2,12 +2,12 @@
 
     python benchmarks/audit_parts.py --records 1000000 [--master 'local[*]'] [--driver-memory 4g] [--floor]
 
-Builds the job's frames as :func:`chaos.audit.sparkjob.spark_audit` does (the same private functions, in the
-same order), materialises the shared ones as it does (local checkpoints), then forces each part alone and
-prints its seconds; last the union of every part in one collect, as the audit's final action. Each part's
-figure includes its reads of the shared frames, so the parts do not add up to the union. The run is
-generated as ``make bench`` generates it (:func:`benchmarks.audit_bench.generate`) into a temporary
-directory. Timed alone (it uses every core).
+Builds the job's frames as :func:`chaos.audit.sparkjob.spark_audit` does (the same functions of
+:mod:`chaos.audit.checks`, in the same order), materialises the shared ones as it does (local
+checkpoints), then forces each part alone and prints its seconds; last the union of every part in one
+collect, as the audit's final action. Each part's figure includes its reads of the shared frames, so the
+parts do not add up to the union. The run is generated as ``make bench`` generates it
+(:func:`benchmarks.audit_bench.generate`) into a temporary directory. Timed alone (it uses every core).
 
 ``--floor`` times, instead, what any audit of the run must at least do, in a fresh session: start the
 session, then one hash aggregate per value over the history's sends and deliveries and the log (the value
@@ -103,6 +103,7 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
     from pyspark.sql import functions as F
 
     import chaos.audit.sparkjob as job
+    from chaos.audit.checks import availability, consumer, frames, order, removals, transactions, values
     from chaos.audit.facts import DEFAULT_OPTIONS
     from chaos.audit.sizing import sized
     from chaos.audit.spark import spark_session
@@ -120,29 +121,29 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
         last = now
         return value
 
-    hold = job._materialised  # computes the frame: its time is the step's that holds it
+    hold = frames.materialised  # computes the frame: its time is the step's that holds it
 
     h = to_spark(spark, run).select(*job.HISTORY_COLUMNS)
     log = spark.read.parquet(str(run / "log.parquet")).select(*job.LOG_COLUMNS)
     with sized(h):
         control, acks, deliveries = timed(
-            "control events, acks, deliveries (scans)", lambda: job._scanned(F, h, hold)
+            "control events, acks, deliveries (scans)", lambda: frames.scanned(F, h, hold)
         )
-        driver_rows = job._driver_rows(F, control)
-        attempts, commits = job._txn_attempts(driver_rows)
-        per_value, _ = job._per_value(
+        driver_rows = frames.driver_rows(F, control)
+        attempts, commits = transactions.attempts_by_run(driver_rows)
+        per_value, _ = values.per_value(
             F, Window, h, control, log, DEFAULT_OPTIONS, hold, attempts, fast_path=True, commits=commits
         )
         per_value = timed("per value", lambda: hold(per_value))
-        windows = hold(job._fault_windows(F, control))
-        bounds = timed("fault windows, group bounds", lambda: job._group_bounds(F, control, deliveries))
-        runs = timed("runs and their send bounds", lambda: job._runs(F, h))
-        polls = job._poll_order(
+        windows = hold(availability.windows_frame(F, control))
+        bounds = timed("fault windows, group bounds", lambda: consumer.group_bounds(F, control, deliveries))
+        runs = timed("runs and their send bounds", lambda: availability.run_ends(F, h))
+        polls = order.poll_order(
             F, Window, control, deliveries, log, per_value, DEFAULT_OPTIONS, hold, spans=False
         )
         timed("poll order", polls.collect)
-        timed("send chains", job._send_chains(F, Window, per_value).collect)
-        outage, _window, stats, resumed = job._availability(
+        timed("send chains", order.send_chains(F, Window, per_value).collect)
+        outage, _window, stats, resumed = availability.availability_parts(
             F, Window, acks, deliveries, per_value, windows, runs
         )
         for label, part in (
@@ -153,11 +154,11 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
             timed(label, part.collect)
         for label, part in zip(
             ("consumer walk", "lag series"),
-            job._consumer(F, Window, deliveries, per_value, bounds),
+            consumer.consumer_parts(F, Window, deliveries, per_value, bounds),
             strict=True,
         ):
             timed(label, part.collect)
-        policies = job._log_policies(driver_rows)
+        policies = removals.log_policies(driver_rows)
         instances = timed(
             "anomaly instances", lambda: job._instances(F, Window, h, per_value, polls, hold, policies)
         )

@@ -64,10 +64,11 @@ def clean_value_ids() -> Callable[[Any, Any], set[str]]:
         from pyspark.sql import functions as F
 
         from chaos.audit import sparkjob
+        from chaos.audit.checks import values
 
         h, lg = history.select(*sparkjob.HISTORY_COLUMNS), log.select(*sparkjob.LOG_COLUMNS)
-        strings = sparkjob._strings(F, h, lg)
-        summary = sparkjob._value_summary(F, sparkjob._value_rows(F, h, h, lg), strings)
+        strings = values._strings(F, h, lg)
+        summary = values._value_summary(F, values._value_rows(F, h, h, lg), strings)
         return {r.value_id for r in summary.where("clean").collect()}
 
     return clean

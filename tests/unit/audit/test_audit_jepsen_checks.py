@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.audit import sparkjob
+from chaos.audit.checks import order
 from chaos.audit.facts import (
     ANOMALIES,
     JEPSEN_ORDER_CHECKS,
@@ -662,7 +662,7 @@ def test_spark_agrees_with_reference_on_order_worlds_in_one_job(
     ``one_partition``: every send chain's first hash collides, so the chains of every run share one window
     partition and only their second hash keeps them apart."""
     if links == "one_partition":
-        monkeypatch.setattr(sparkjob, "_link_hash", lambda F, *_columns: F.lit(0).cast("long"))
+        monkeypatch.setattr(order, "_link_hash", lambda F, *_columns: F.lit(0).cast("long"))
     cases: list[tuple[str, Case]] = []
     for plant in PLANTS:
 

@@ -246,7 +246,7 @@ def test_facts_that_cannot_be_established_make_the_verdict_unknown() -> None:
 def test_spark_agrees_on_hand_cases_and_unreadable_topic(audit_spark: Any) -> None:
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
-    from chaos.audit import sparkjob
+    from chaos.audit.checks import frames
     from chaos.audit.sparkjob import spark_audit
 
     runs = {**_problem_runs(), "transform": _transform_run("transform"), "ties": _tied_latencies_run("ties")}
@@ -254,7 +254,7 @@ def test_spark_agrees_on_hand_cases_and_unreadable_topic(audit_spark: Any) -> No
     log = arrow_to_spark(audit_spark, pa.concat_tables([log_table(lg, run) for run, (_, lg) in runs.items()]))
     kept = audit_spark.sparkContext._jsc.getPersistentRDDs
     held: list[int] = []
-    release = sparkjob._release
+    release = frames.release
 
     def counted(df: Any) -> None:
         held.append(kept().size())
@@ -262,7 +262,7 @@ def test_spark_agrees_on_hand_cases_and_unreadable_topic(audit_spark: Any) -> No
 
     before = kept().size()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sparkjob, "_release", counted)
+        patch.setattr(frames, "release", counted)
         got = spark_audit(history, log)
     assert got == {run: reference_audit(ev, lg, run_id=run) for run, (ev, lg) in runs.items()}
     # the frames the job materialised were held while it ran, and none is left in the session after it
@@ -466,7 +466,7 @@ def test_spark_fast_path_only_takes_clean_values_and_steps_aside_on_topic_hash_c
 ) -> None:
     from pyspark.sql import functions as F
 
-    from chaos.audit import sparkjob
+    from chaos.audit.checks import frames, values
     from chaos.audit.sparkjob import spark_audit
 
     events, log = _availability_run("c")
@@ -480,10 +480,10 @@ def test_spark_fast_path_only_takes_clean_values_and_steps_aside_on_topic_hash_c
     # too many keys to broadcast (a workload whose every record has its own key): the clean values' keys,
     # and the other values' ids, are joined by a shuffle instead
     with monkeypatch.context() as patch:
-        patch.setattr(sparkjob, "_BROADCAST_KEYS", 0)
+        patch.setattr(frames, "BROADCAST_KEYS", 0)
         assert spark_audit(history, topic) == {"c": want}
     # every string sharing one hash (topics "t" and "u", producers, keys): no value of the run is judged
     # clean by comparing hashes
-    monkeypatch.setattr(sparkjob, "_string_hash", lambda _F, _s: F.lit(7))
+    monkeypatch.setattr(values, "_string_hash", lambda _F, _s: F.lit(7))
     assert clean_value_ids(history, topic) == set()
     assert spark_audit(history, topic) == {"c": want}
