@@ -260,7 +260,7 @@ def read_values(bootstrap: str, topic: str) -> list[bytes]:
         while low + len(values) < high and time.monotonic() < deadline:
             record = consumer.poll(0.5)
             if record is not None and record.error() is None:
-                values.append(record.value())
+                values.append(record.value() or b"")
         return values
     finally:
         consumer.close()
