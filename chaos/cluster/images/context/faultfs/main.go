@@ -13,14 +13,19 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 const defaultSocket = "/run/faultfs.sock"
+
+// The parent-death signal is kept by the thread that asks for it: main runs on the main thread.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	if len(os.Args) < 2 {
@@ -49,6 +54,13 @@ func mountMain(args []string) int {
 	_ = flags.Parse(args)
 	if *backing == "" || *mountpoint == "" {
 		usage()
+	}
+	// The layer dies with the broker that started it. A process killed while its calls wait on a FUSE
+	// daemon cannot finish exiting until the daemon answers or goes: without this a broker killed during a
+	// slow or stuck call would stay a zombie, and its container with it.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "faultfs: parent-death signal: %v\n", err)
+		return 1
 	}
 	l := newLayer(*backing)
 	var st syscall.Stat_t
