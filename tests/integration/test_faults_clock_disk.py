@@ -22,7 +22,7 @@ import pytest
 
 from chaos.cluster.cluster import KafkaCluster
 from chaos.cluster.config import ClusterConfig
-from chaos.faults.base import FaultLog
+from chaos.faults.base import Fault, FaultLog
 from chaos.faults.clock import RELOAD_S, SETTLE_S, ClockDrift, ClockJump, log_skews
 from chaos.faults.disk import STORAGE_ERROR, DiskFull
 from chaos.faults.disk_layer import DiskError, PowerLoss, SlowDisk
@@ -63,6 +63,20 @@ def kafka_cluster(own_cluster: KafkaCluster) -> Iterator[KafkaCluster]:
     finally:
         heal_all(own_cluster)
         own_cluster.wait_healthy(60)
+
+
+def wait_for_storage_error(
+    cluster: KafkaCluster, broker_id: int, fault: Fault, timeout_s: float = 20
+) -> float:
+    """Seconds until broker ``broker_id`` logged a storage error after ``fault``'s inject."""
+    container = cluster.broker(broker_id).docker
+
+    def logged() -> bool:
+        assert fault.record is not None
+        text = container.logs(since=fault.record.injected_at).decode(errors="replace")
+        return bool(STORAGE_ERROR.search(text))
+
+    return wait_for(logged, timeout_s, "the storage error in the broker's log")
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.2) -> float:
@@ -194,13 +208,7 @@ def test_a_full_log_directory_stops_the_broker_and_moves_its_leaderships(kafka_c
     started = time.monotonic()
     with full:
         container = cluster.broker(target).docker
-
-        def storage_error() -> bool:
-            assert full.record is not None
-            text = container.logs(since=full.record.injected_at).decode(errors="replace")
-            return bool(STORAGE_ERROR.search(text))
-
-        logged = wait_for(storage_error, 20, "the storage error in the broker's log")
+        logged = wait_for_storage_error(cluster, target, full)
 
         def moved() -> bool:
             now = {s.partition: s.leader for s in cluster.describe_partitions([topic], via=via)}
@@ -338,14 +346,7 @@ def test_an_unwritable_disk_makes_the_broker_log_the_storage_error(kafka_cluster
     error = DiskError(cluster, leader, error="unwritable", log=log)
     with error:
         produce_acked(bootstrap, topic, 50)  # acknowledged by the new leader once this one gave up
-        container = cluster.broker(leader).docker
-
-        def storage_error() -> bool:
-            assert error.record is not None
-            text = container.logs(since=error.record.injected_at).decode(errors="replace")
-            return bool(STORAGE_ERROR.search(text))
-
-        logged = wait_for(storage_error, 20, "the storage error in the broker's log")
+        logged = wait_for_storage_error(cluster, leader, error)
     record = log.records()[0]
     assert record.effect is not None
     print(

@@ -37,6 +37,7 @@ from chaos.faults.plan import (
     parse_kinds,
 )
 from chaos.run.events import PartitionState
+from tests.unit.faults.fake_broker import FakeBroker
 
 PRELOAD = {
     "LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
@@ -158,16 +159,6 @@ class FakeKeeper:
         raise AssertionError(f"the fake keeper does not know {script!r}")
 
 
-class FakeBroker:
-    def __init__(self, node_id: int, container: FakeBrokerContainer) -> None:
-        self.node_id = node_id
-        self.name = container.name
-        self.docker = container
-
-    def status(self) -> str:
-        return self.docker.status
-
-
 class FakeCluster:
     def __init__(
         self, brokers: int = 3, *, keeper: bool = True, preload: dict[str, str] | None = None
@@ -178,7 +169,7 @@ class FakeCluster:
         self.leaders = {("t", 0): 1, ("t", 1): 2, ("t", 2): 1}
         self.restarts: list[tuple[int, bool]] = []
 
-    def broker(self, node_id: int) -> FakeBroker:
+    def broker(self, node_id: int) -> FakeBroker[FakeBrokerContainer]:
         return self.brokers[node_id - 1]
 
     def container(self, node_id: int) -> FakeBrokerContainer:

@@ -28,6 +28,7 @@ from chaos.faults.plan import (
 )
 from chaos.faults.targets import LeaderOf
 from chaos.run.events import PartitionState
+from tests.unit.faults.fake_broker import FakeBroker
 
 
 class FakeLayerContainer:
@@ -100,23 +101,13 @@ class FakeLayerContainer:
         self.stats = LayerStats(**{k: now[k] + delta.get(k, 0) if k != "frozen" else now[k] for k in now})
 
 
-class FakeBroker:
-    def __init__(self, node_id: int, container: FakeLayerContainer) -> None:
-        self.node_id = node_id
-        self.name = container.name
-        self.docker = container
-
-    def status(self) -> str:
-        return self.docker.status
-
-
 class FakeCluster:
     def __init__(self, brokers: int = 3, *, layer: bool = True) -> None:
         self.run_id = "lfake"
         self.brokers = tuple(FakeBroker(i, FakeLayerContainer(i, layer=layer)) for i in range(1, brokers + 1))
         self.restarts: list[tuple[tuple[int, ...], bool]] = []
 
-    def broker(self, node_id: int) -> FakeBroker:
+    def broker(self, node_id: int) -> FakeBroker[FakeLayerContainer]:
         return self.brokers[node_id - 1]
 
     def container(self, node_id: int) -> FakeLayerContainer:
