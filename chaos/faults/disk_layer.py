@@ -5,7 +5,7 @@ directory through ``faultfs`` (a FUSE pass-through of the project's own, built i
 chaos/cluster/images/context/faultfs). The layer passes every operation to the broker's log volume and,
 when told through its control socket (``faultfs ctl`` inside the container), makes writes and fsyncs wait
 (``SlowDisk``), fails writes or reads or corrupts what is read (``DiskError``), or drops every write the
-broker never fsynced and stops all I/O for good (``PowerLoss``, then the broker is killed and started
+broker never fsynced and lets no more I/O through (``PowerLoss``, then the broker is killed and started
 again). It counts what went through it; those counts are the proofs that a fault landed.
 
 Its durability model: a file's bytes up to its size at its last fsync are on disk, the rest (appends since)
@@ -256,9 +256,10 @@ class DiskError(LayerFault):
 class PowerLoss(Fault):
     """The brokers lose every write they had not fsynced, at once, and start again: broker ``target``, or
     with ``every_replica`` every replica of the partition ``target`` names (a :class:`LeaderOf` or
-    :class:`FollowerOf`). Inject stops each layer for good and truncates what was never fsynced, then kills
-    the brokers; heal starts them (a retried heal kills one a failed attempt left frozen). Landed: every
-    broker's layer lost power before its container was killed; the bytes it dropped are the figure."""
+    :class:`FollowerOf`). Inject has each layer truncate what was never fsynced and let no more I/O through,
+    then kills the brokers; heal starts them (a retried heal kills one a failed attempt left frozen).
+    Landed: every broker's layer lost power before its container was killed; the bytes it dropped are the
+    figure."""
 
     kind = "power_loss"
 

@@ -50,11 +50,13 @@ type layer struct {
 	backing string
 	started int64
 	// Every operation holds gate for reading; a power loss takes it for writing, so the operations under
-	// way finish before the drop, and from then on every operation fails (EIO) without reaching the
-	// backing directory: the process that wrote is killed next, and its last calls must return for it to
-	// exit.
+	// way finish before the drop. From then on no operation reaches the backing directory: each waits until
+	// powerLossHold has passed since the drop (the broker is killed meanwhile, and logs nothing about a
+	// disk that merely went away), then fails with EIO — a process killed while its calls wait on the layer
+	// exits only once they are answered.
 	gate     sync.RWMutex
 	frozen   atomic.Bool
+	frozenAt atomic.Int64 // Unix ns
 	settings atomic.Pointer[Settings]
 
 	mu      sync.Mutex
@@ -98,11 +100,15 @@ func (l *layer) wait(d time.Duration) {
 	l.delayNs.Add(int64(d))
 }
 
-// enter starts an operation; false (and nothing held) once the layer lost power.
+// powerLossHold is how long an operation after a power loss waits before it fails.
+const powerLossHold = 5 * time.Second
+
+// enter starts an operation; false (and nothing held) once the layer lost power, after the hold.
 func (l *layer) enter() bool {
 	l.gate.RLock()
 	if l.frozen.Load() {
 		l.gate.RUnlock()
+		time.Sleep(time.Until(time.Unix(0, l.frozenAt.Load()).Add(powerLossHold)))
 		return false
 	}
 	return true

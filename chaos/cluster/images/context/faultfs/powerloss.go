@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
+	"time"
 )
 
 // Dropped is what a power loss (or a dry walk) found beyond the durable sizes: the files cut, the bytes cut
@@ -75,11 +76,12 @@ func (l *layer) walk(truncate bool) (Dropped, error) {
 	return out, firstErr
 }
 
-// powerLoss waits for the operations under way, drops what was never fsynced, and fails every operation
-// from then on. The process that wrote through the layer is to be killed next.
+// powerLoss waits for the operations under way, drops what was never fsynced, and holds back, then fails,
+// every operation from then on (enter). The process that wrote through the layer is to be killed next.
 func (l *layer) powerLoss() (Dropped, error) {
 	l.gate.Lock()
 	defer l.gate.Unlock()
+	l.frozenAt.Store(time.Now().UnixNano())
 	l.frozen.Store(true)
 	return l.walk(true)
 }
