@@ -158,6 +158,10 @@ class Fault(abc.ABC):
 
     kind: ClassVar[str]
     must_land: bool = True
+    stops_brokers: ClassVar[bool] = False
+    """The fault takes its brokers' processes down until its heal starts them again (a crash, a removal, a
+    power loss, a failed disk): the nemesis never lets such faults hold on a majority of the quorum's voters
+    at once, for a broker starts only with a quorum to register with."""
     """A scenario run is inconclusive when this fault measured no effect (:class:`Effect`). False for a
     fault that may rightly see no traffic — one of several alike, of which the case needs one to land."""
 

@@ -79,6 +79,7 @@ class DiskFull(Fault):
     """Fill broker ``target``'s log directory; heal removes the ballast, restarts the broker if it needs."""
 
     kind = "disk_full"
+    stops_brokers = True
 
     def __init__(
         self,

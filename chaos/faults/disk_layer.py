@@ -214,6 +214,7 @@ class DiskError(LayerFault):
     Landed: operations failed, or reads were corrupted, in the window."""
 
     kind = "disk_error"
+    stops_brokers = True
 
     def __init__(
         self,
@@ -262,6 +263,7 @@ class PowerLoss(Fault):
     figure."""
 
     kind = "power_loss"
+    stops_brokers = True
 
     def __init__(
         self,

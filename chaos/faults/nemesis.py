@@ -91,8 +91,10 @@ class Nemesis:
             if skip is None:
                 fault = build_fault(self.cluster, step, self.log)
                 fault.must_land = self.must_land
-                busy = {b for f in self._active.values() for b in f.brokers} & set(fault.resolve_brokers())
-                skip = f"broker(s) {sorted(busy)} already hit" if busy else fault.idle_reason()
+                brokers = set(fault.resolve_brokers())
+                busy = {b for f in self._active.values() for b in f.brokers} & brokers
+                skip = f"broker(s) {sorted(busy)} already hit" if busy else self._quorum_left(fault, brokers)
+                skip = skip or fault.idle_reason()
             if skip is not None:
                 self.skipped.append(index)
                 self.errors.append(f"{where}: skipped, {skip}")
@@ -116,6 +118,18 @@ class Nemesis:
         if len(active) >= max(plan.max_concurrent, 1):
             return f"{len(active)} faults already hold (the plan's most at once: {plan.max_concurrent})"
         return None
+
+    def _quorum_left(self, fault: Fault, brokers: set[int]) -> str | None:
+        """Why ``fault`` would leave no quorum: with the brokers the holding faults took down, it would take
+        down a majority of the voters (every broker is one), and no heal could start a broker again — each
+        registers only with a quorum. None when a quorum stays up, or the fault takes nothing down."""
+        if not fault.stops_brokers:
+            return None
+        down = brokers | {b for f in self._active.values() if f.stops_brokers for b in f.brokers}
+        voters = len(self.cluster.brokers) or self.cluster.config.brokers
+        if len(down) <= (voters - 1) // 2:
+            return None
+        return f"brokers {sorted(down)} down at once would leave the {voters} quorum voters no majority"
 
     def _heal(self, index: int, where: str) -> Fault | None:
         """Heal step ``index``; the fault when its heal failed (it stays active), else None."""

@@ -370,6 +370,7 @@ class RemoveBroker(Fault):
     unregistration the quorum applied late — is restarted once more)."""
 
     kind = "remove_broker"
+    stops_brokers = True
 
     def __init__(
         self,

@@ -38,6 +38,7 @@ class Crash(Fault):
     """``docker kill`` (SIGKILL): the process dies, nothing is flushed or handed over."""
 
     kind = "crash"
+    stops_brokers = True
 
     def __init__(
         self,

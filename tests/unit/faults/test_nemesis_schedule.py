@@ -212,3 +212,45 @@ def test_a_failed_heal_is_retried_before_the_plan_ends(
     ]
     assert [r.heal_attempts for r in log.records()] == [2, 2]
     assert all(r.healed_at is not None for r in log.records())
+
+
+class Stopping(OnBroker):
+    """Takes its broker's process down, as a crash does."""
+
+    stops_brokers = True
+
+
+@pytest.mark.parametrize(("brokers", "skipped"), [(3, [1]), (5, [])])
+def test_faults_that_stop_brokers_never_hold_on_a_majority_of_the_voters(
+    monkeypatch: pytest.MonkeyPatch, brokers: int, skipped: list[int]
+) -> None:
+    OnBroker.held = []
+    stopping = {"crash", "remove_broker"}
+
+    def build(kafka: Any, step: FaultStep, log: FaultLog) -> Fault:
+        kind = Stopping if step.kind in stopping else OnBroker
+        return kind(kafka, step.target, log=log)
+
+    monkeypatch.setattr(chaos.faults.nemesis, "build_fault", build)
+    monkeypatch.setattr(chaos.faults.nemesis, "heal_all", lambda kafka, log=None: [])
+    from chaos.cluster.config import ClusterConfig
+
+    cluster = KafkaCluster(ImageSet("kafka:x", "toxiproxy:x", "reaper:x", ()), ClusterConfig(brokers=brokers))
+    plan = Plan(
+        1,
+        brokers,
+        (
+            FaultStep(0.0, 0.5, "crash", 1),
+            FaultStep(0.1, 0.2, "remove_broker", 2),  # two of three voters down: no quorum left
+            FaultStep(0.1, 0.2, "pause", 3),  # a paused broker starts again without a quorum: it runs
+        ),
+    )
+    nemesis = Nemesis(cluster, FaultLog()).start(plan)
+    assert nemesis.wait(10)
+    assert nemesis.skipped == skipped
+    if skipped:
+        assert nemesis.errors == [
+            "remove_broker at 0.1s: skipped, brokers [1, 2] down at once would leave the 3 quorum voters "
+            "no majority"
+        ]
+    assert sorted(nemesis.resolved) == [i for i in range(3) if i not in skipped]
