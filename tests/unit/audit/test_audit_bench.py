@@ -155,7 +155,7 @@ def test_engines_are_any_subset_in_the_order_given() -> None:
 def test_the_spark_yardstick_is_compared_on_figures_and_spark_is_timed_against_it() -> None:
     figures = {"totals": {"sends": 1}}
     done = {
-        "spark": {"engine": "spark", "wall_s": 60.0, "facts": {"any": 1}, "figures": figures},
+        "spark": {"engine": "spark", "wall_s": 60.0, "peak_mb": 1.0, "facts": {"any": 1}, "figures": figures},
         "spark-yardstick": {"engine": "spark-yardstick", "wall_s": 20.0, "figures": figures},
         "yardstick": {"engine": "yardstick", "wall_s": 4.0, "figures": {"totals": {"sends": 2}}},
     }
