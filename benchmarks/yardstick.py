@@ -51,9 +51,46 @@ DEFAULT_MEMORY_MB: Final = 4096
 """DuckDB's memory limit: the Spark driver's heap in the benchmark (4 GiB); past it DuckDB spills to disk."""
 
 
-def _percentile_columns(div: str = "//") -> str:
-    """``p50_ms`` … for each of PERCENTILES: the value of nearest rank ``ceil(p * n / 100)`` (at least 1);
-    ``div`` is the dialect's integer division (DuckDB ``//``, Spark ``div``)."""
+_STATUS: Final = """
+-- a value's status (no transactions): acked if one of its sends was acked, failed if every one failed
+status AS (
+  SELECT inv.v,
+         CASE WHEN count(*) FILTER (WHERE outc.outcome = 'ok') > 0 THEN 'acked'
+              WHEN count(*) FILTER (WHERE outc.outcome = 'fail') = any_value(inv.n_inv) THEN 'failed'
+              ELSE 'indeterminate' END AS status
+  FROM inv LEFT JOIN outc ON outc.v = inv.v AND outc.k <= inv.n_inv
+  GROUP BY inv.v
+)""".strip()
+"""The CTE ``status``, in both dialects."""
+
+
+def _latency_ctes(div: str) -> str:
+    """The CTEs ``phased`` (every ok outcome's latency, in each window's phases: before (< inject), during,
+    after (> heal)), ``ranked`` and ``stats`` (a row per window and phase: count and percentiles), in both
+    dialects; ``div`` is the dialect's integer division (DuckDB ``//``, Spark ``div``)."""
+    phases = ", ".join(f"({i}, '{name}')" for i, name in enumerate(PHASES))
+    return f"""phased AS (
+  SELECT win.w, ph.phase, outc.lat
+  FROM win CROSS JOIN (VALUES {phases}) AS ph(phase, name) JOIN outc
+    ON outc.outcome = 'ok' AND outc.lat IS NOT NULL AND CASE ph.phase
+      WHEN 0 THEN outc.mono < win.inject_mono
+      WHEN 1 THEN outc.mono >= win.inject_mono AND (win.heal_mono IS NULL OR outc.mono <= win.heal_mono)
+      ELSE win.heal_mono IS NOT NULL AND outc.mono > win.heal_mono END
+),
+ranked AS (
+  SELECT w, phase, lat, row_number() OVER (PARTITION BY w, phase ORDER BY lat) AS rn,
+         count(*) OVER (PARTITION BY w, phase) AS n
+  FROM phased
+),
+stats AS (
+  SELECT w, phase, any_value(n) AS n,
+    {_percentile_columns(div)}
+  FROM ranked GROUP BY w, phase
+)"""
+
+
+def _percentile_columns(div: str) -> str:
+    """``p50_ms`` … for each of PERCENTILES: the value of nearest rank ``ceil(p * n / 100)`` (at least 1)."""
     return ",\n    ".join(
         f"max(lat) FILTER (WHERE rn = greatest(({p} * n + 99) {div} 100, 1)) AS p{p}_ms" for p in PERCENTILES
     )
@@ -68,7 +105,6 @@ def query(history: Path, log: Path) -> str:
     """The one SQL statement: one row, a column per total and count and ``windows`` (a list of structs)."""
     h = f"read_parquet('{_sql_path(history)}')"
     lg = f"read_parquet('{_sql_path(log)}')"
-    phases = ", ".join(f"({i}, '{name}')" for i, name in enumerate(PHASES))
     stats = ", ".join(
         f"'{name}': (SELECT {_stats_struct()} FROM stats s WHERE s.w = win.w AND s.phase = {i})"
         for i, name in enumerate(PHASES)
@@ -87,15 +123,7 @@ outc AS (
          row_number() OVER (PARTITION BY value_id ORDER BY "index") AS k
   FROM {h} WHERE kind = 'send_outcome'
 ),
--- a value's status (no transactions): acked if one of its sends was acked, failed if every one failed
-status AS (
-  SELECT inv.v,
-         CASE WHEN count(*) FILTER (WHERE outc.outcome = 'ok') > 0 THEN 'acked'
-              WHEN count(*) FILTER (WHERE outc.outcome = 'fail') = any_value(inv.n_inv) THEN 'failed'
-              ELSE 'indeterminate' END AS status
-  FROM inv LEFT JOIN outc ON outc.v = inv.v AND outc.k <= inv.n_inv
-  GROUP BY inv.v
-),
+{_STATUS},
 deliv AS (
   SELECT value_id AS v, "index" AS i, topic, "partition" AS p, "offset" AS o
   FROM {h} WHERE kind = 'delivery'
@@ -180,25 +208,7 @@ win AS (
             AND (heal.fseq IS NULL OR inj.fseq IS NULL OR heal.fseq = inj.fseq)) AS heal_mono
   FROM faults inj WHERE inj.action = 'inject'
 ),
--- every ok outcome's latency, in each window's phases: before (< inject), during, after (> heal)
-phased AS (
-  SELECT win.w, ph.phase, outc.lat
-  FROM win CROSS JOIN (VALUES {phases}) ph(phase, name) JOIN outc
-    ON outc.outcome = 'ok' AND outc.lat IS NOT NULL AND CASE ph.phase
-      WHEN 0 THEN outc.mono < win.inject_mono
-      WHEN 1 THEN outc.mono >= win.inject_mono AND (win.heal_mono IS NULL OR outc.mono <= win.heal_mono)
-      ELSE win.heal_mono IS NOT NULL AND outc.mono > win.heal_mono END
-),
-ranked AS (
-  SELECT w, phase, lat, row_number() OVER (PARTITION BY w, phase ORDER BY lat) AS rn,
-         count(*) OVER (PARTITION BY w, phase) AS n
-  FROM phased
-),
-stats AS (
-  SELECT w, phase, any_value(n) AS n,
-    {_percentile_columns()}
-  FROM ranked GROUP BY w, phase
-)
+{_latency_ctes("//")}
 SELECT
   (SELECT count(*) FROM inv) AS sends,
   (SELECT count(*) FILTER (WHERE status = 'acked') FROM status) AS acked,
@@ -239,7 +249,6 @@ def spark_query(history: Path, log: Path) -> str:
     previous delivery by a window, joins for correlated subqueries, ``from_json`` for the fault's seq)."""
     h = f"parquet.`{_spark_path(history)}`"
     lg = f"parquet.`{_spark_path(log)}`"
-    phases = ", ".join(f"({i}, '{name}')" for i, name in enumerate(PHASES))
     stats_joins = "\n    ".join(
         f"LEFT JOIN stats s{i} ON s{i}.w = win.w AND s{i}.phase = {i}" for i in range(len(PHASES))
     )
@@ -257,14 +266,7 @@ outc AS (
          row_number() OVER (PARTITION BY value_id ORDER BY `index`) AS k
   FROM {h} WHERE kind = 'send_outcome'
 ),
-status AS (
-  SELECT inv.v,
-         CASE WHEN count(*) FILTER (WHERE outc.outcome = 'ok') > 0 THEN 'acked'
-              WHEN count(*) FILTER (WHERE outc.outcome = 'fail') = any_value(inv.n_inv) THEN 'failed'
-              ELSE 'indeterminate' END AS status
-  FROM inv LEFT JOIN outc ON outc.v = inv.v AND outc.k <= inv.n_inv
-  GROUP BY inv.v
-),
+{_STATUS},
 deliv AS (
   SELECT value_id AS v, `index` AS i, topic, `partition` AS p, `offset` AS o
   FROM {h} WHERE kind = 'delivery'
@@ -351,24 +353,7 @@ win AS (
   WHERE inj.action = 'inject'
   GROUP BY inj.i, inj.fault, inj.target, inj.mono
 ),
-phased AS (
-  SELECT win.w, ph.phase, outc.lat
-  FROM win CROSS JOIN (VALUES {phases}) AS ph(phase, name) JOIN outc
-    ON outc.outcome = 'ok' AND outc.lat IS NOT NULL AND CASE ph.phase
-      WHEN 0 THEN outc.mono < win.inject_mono
-      WHEN 1 THEN outc.mono >= win.inject_mono AND (win.heal_mono IS NULL OR outc.mono <= win.heal_mono)
-      ELSE win.heal_mono IS NOT NULL AND outc.mono > win.heal_mono END
-),
-ranked AS (
-  SELECT w, phase, lat, row_number() OVER (PARTITION BY w, phase ORDER BY lat) AS rn,
-         count(*) OVER (PARTITION BY w, phase) AS n
-  FROM phased
-),
-stats AS (
-  SELECT w, phase, any_value(n) AS n,
-    {_percentile_columns("div")}
-  FROM ranked GROUP BY w, phase
-),
+{_latency_ctes("div")},
 -- DuckDB's list(... ORDER BY w): the windows' structs collected and sorted by w
 windows AS (
   SELECT transform(array_sort(collect_list(named_struct('w', win.w, 'window', named_struct(
