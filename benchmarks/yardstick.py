@@ -355,10 +355,10 @@ win AS (
 ),
 {_latency_ctes("div")},
 -- DuckDB's list(... ORDER BY w): the windows' structs collected and sorted by w
-windows AS (
-  SELECT transform(array_sort(collect_list(named_struct('w', win.w, 'window', named_struct(
+win_list AS (
+  SELECT transform(array_sort(collect_list(named_struct('w', win.w, 'win', named_struct(
            'fault', win.fault, 'target', win.target, 'inject_mono', win.inject_mono,
-           'heal_mono', win.heal_mono, {stats})))), x -> x.window) AS windows
+           'heal_mono', win.heal_mono, {stats})))), x -> x.win) AS windows
   FROM win
     {stats_joins}
 )
@@ -374,9 +374,9 @@ SELECT
   dup_deliv.other AS duplicate_delivery_other,
   reordered.n AS reordered,
   inconsistent.n AS inconsistent_offsets,
-  windows.windows
+  win_list.windows
 FROM value_counts vc CROSS JOIN dup_log CROSS JOIN dup_deliv CROSS JOIN reordered CROSS JOIN inconsistent
-  CROSS JOIN windows
+  CROSS JOIN win_list
 """
 
 
