@@ -1,7 +1,7 @@
 """Audit benchmark: a synthetic clean run of N records, audited by Spark, the reference and a yardstick.
 
     python benchmarks/audit_bench.py --records 1000000 --records 10000000 [--timeout 3600]
-        [--engines spark,yardstick,reference] [--cores 1,2] [--json results.jsonl]
+        [--engines spark,spark-yardstick,yardstick,reference] [--cores 1,2] [--json results.jsonl]
 
 Each record is a send (invoke + ok outcome), one delivery to the group and one log record; the history
 is written as ``history/events.parquet`` exactly as the recorder writes it (schema and metadata), the
@@ -9,13 +9,15 @@ topic contents as ``log.parquet``. Both are generated column-wise with pyarrow i
 no per-record Python objects).
 
 Engines (``--engines``, a comma list, any subset, run in that order): ``spark`` (the Spark job),
-``reference`` (the pure-Python reference) and ``yardstick`` (the core checks as one DuckDB SQL statement
+``reference`` (the pure-Python reference), ``yardstick`` (the core checks as one DuckDB SQL statement
 over the same files, :mod:`benchmarks.yardstick`; at most ``--yardstick-memory-mb`` of DuckDB memory,
-beyond which it spills to disk).
+beyond which it spills to disk) and ``spark-yardstick`` (that statement in Spark SQL, run with
+``spark.sql`` on the session the Spark job gets).
 
-Cores (``--cores``, a comma list, default: this machine's): at each size, Spark runs as ``local[N]`` and the
-yardstick with ``N`` DuckDB threads for each ``N``, so the ratio between them is measured as cores grow. The
-reference is one Python thread: it runs once per size (its line says ``cores`` 1).
+Cores (``--cores``, a comma list, default: this machine's): at each size, Spark (the job and the Spark
+yardstick) runs as ``local[N]`` and the yardstick with ``N`` DuckDB threads for each ``N``, so the ratio
+between them is measured as cores grow. The reference is one Python thread: it runs once per size (its
+line says ``cores`` 1).
 
 Each engine runs in its own subprocess, cold (reading the files is part of the cost). The parent samples
 the resident memory of the worker's whole process tree (Python driver + the JVM it starts, whose
@@ -24,8 +26,9 @@ executors run inside it in local mode) every 0.2 s: that is "peak MB". A worker 
 rather than taking the machine down.
 
 Comparisons, per size: Spark's facts against the reference's, exactly (``AuditFacts`` equality); the
-yardstick's figures (totals, the core anomaly counts, each fault window's ack latencies) against the same
-figures taken out of the reference's facts, or Spark's when the reference did not finish. ``--json PATH``
+yardstick's and the Spark yardstick's figures (totals, the core anomaly counts, each fault window's ack
+latencies) against the same figures taken out of the reference's facts, or Spark's when the reference did
+not finish (the Spark yardstick's, lacking both, against the yardstick's). ``--json PATH``
 writes one JSON object per size and engine (docs/audit.md, "Benchmark"). The exit status is 1 when any
 comparison differs.
 """
@@ -239,6 +242,13 @@ def worker(engine: str, run_dir: Path, out: Path, cores: int, memory_mb: int) ->
         elapsed = time.monotonic() - started
         out.write_text(json.dumps({"audit_s": elapsed, "figures": figures["figures"]}, sort_keys=True))
         return
+    if engine == "spark-yardstick":
+        from benchmarks.yardstick import spark_yardstick
+
+        figures = spark_yardstick(run_dir, master=_spark_master(cores), driver_memory=_driver_memory())
+        elapsed = time.monotonic() - started
+        out.write_text(json.dumps({"audit_s": elapsed, "figures": figures["figures"]}, sort_keys=True))
+        return
     if engine == "reference":
         import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
@@ -258,14 +268,21 @@ def worker(engine: str, run_dir: Path, out: Path, cores: int, memory_mb: int) ->
         from chaos.audit.sparkjob import spark_audit
         from chaos.history.reader import to_spark
 
-        spark = spark_session(
-            os.environ.get("BENCH_MASTER", f"local[{cores}]"),
-            driver_memory=os.environ.get("BENCH_DRIVER_MEMORY", "4g"),
-        )
+        spark = spark_session(_spark_master(cores), driver_memory=_driver_memory())
         spark.sparkContext.setLogLevel("ERROR")
         facts = spark_audit(to_spark(spark, run_dir), spark.read.parquet(str(run_dir / "log.parquet")))[RUN]
     elapsed = time.monotonic() - started
     out.write_text(json.dumps({"audit_s": elapsed, "facts": asdict(facts)}, sort_keys=True))
+
+
+def _spark_master(cores: int) -> str:
+    """Spark's master on ``cores``: ``local[cores]``, or ``$BENCH_MASTER``."""
+    return os.environ.get("BENCH_MASTER", f"local[{cores}]")
+
+
+def _driver_memory() -> str:
+    """Spark's driver heap (in local mode, the executors' too): 4 GiB, or ``$BENCH_DRIVER_MEMORY``."""
+    return os.environ.get("BENCH_DRIVER_MEMORY", "4g")
 
 
 def _tree_rss_kb(root: int) -> int:
@@ -336,10 +353,13 @@ def run_engine(
 
 COMPARE_TO: dict[str, tuple[str, ...]] = {
     "spark": ("reference",),
-    "yardstick": ("reference", "spark"),
-    "reference": ("spark", "yardstick"),
+    "spark-yardstick": ("reference", "spark", "yardstick"),
+    "yardstick": ("reference", "spark", "spark-yardstick"),
+    "reference": ("spark", "yardstick", "spark-yardstick"),
 }
 """Whom each engine's result is compared to: the first of these that finished at the same size."""
+FACTS_ENGINES = frozenset({"spark", "reference"})
+"""The engines with whole facts; the yardsticks have figures only."""
 
 
 def compare(engine: str, done: dict[str, dict[str, Any]]) -> tuple[str | None, str | None, bool | None]:
@@ -350,7 +370,7 @@ def compare(engine: str, done: dict[str, dict[str, Any]]) -> tuple[str | None, s
         return None, None, None
     for other in COMPARE_TO[engine]:
         if other in done:
-            on = "figures" if "yardstick" in (engine, other) else "facts"
+            on = "facts" if {engine, other} <= FACTS_ENGINES else "figures"
             return other, on, done[engine][on] == done[other][on]
     return None, None, None
 
@@ -361,8 +381,13 @@ def json_line(
     """The ``--json`` object of one engine at one size on ``cores`` (docs/audit.md, "Benchmark")."""
     engine = r["engine"]
     compared_to, compared_on, equal = compare(engine, done)
-    yard = done.get("yardstick")
     finished = "reason" not in r
+
+    def times(of: str) -> float | None:
+        """``r``'s wall time over engine ``of``'s at this size, when both finished."""
+        base = done.get(of)
+        return round(r["wall_s"] / base["wall_s"], 2) if finished and base else None
+
     return {
         "records": records,
         "cores": cores,
@@ -375,13 +400,14 @@ def json_line(
         "facts_equal": equal,
         "compared_to": compared_to,
         "compared_on": compared_on,
-        "x_yardstick": round(r["wall_s"] / yard["wall_s"], 2) if finished and yard else None,
+        "x_yardstick": times("yardstick"),
+        "x_spark_yardstick": times("spark-yardstick"),
         "load": round(load, 2),
         "figures": r.get("figures"),
     }
 
 
-ENGINES = ("spark", "yardstick", "reference")
+ENGINES = ("spark", "spark-yardstick", "yardstick", "reference")
 
 
 def engine_list(text: str) -> list[str]:
@@ -450,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         f" {args.yardstick_memory_mb:,} MB"
     )
     header = ("records", "cores", "engine", "wall s", "audit s", "peak MB")
-    print(" ".join(f"{h:>{w}}" for h, w in zip(header, (11, 5, 9, 8, 8, 8), strict=True)) + "  load   note")
+    print(" ".join(f"{h:>{w}}" for h, w in zip(header, (11, 5, 15, 8, 8, 8), strict=True)) + "  load   note")
     status = 0
     json_out = args.json.open("w") if args.json else None
     try:
@@ -509,18 +535,20 @@ def _print_row(records: int, cores: int, r: dict[str, Any], load: float) -> None
         counts = [report["count"] for _, report in r["facts"]["anomalies"]] if "facts" in r else []
         anomalies = sum(counts or figures["anomalies"].values())
         note = f"sends={figures['totals']['sends']:,} anomalies={anomalies}"
-    row = f"{records:>11,} {cores:>5} {r['engine']:>9} {r['wall_s']:8.1f} {audit} {r['peak_mb']:8.0f}"
+    row = f"{records:>11,} {cores:>5} {r['engine']:>15} {r['wall_s']:8.1f} {audit} {r['peak_mb']:8.0f}"
     print(f"{row}  {load:5.1f}  {note}", flush=True)
 
 
 def _print_comparisons(records: int, cores: int, lines: list[dict[str, Any]]) -> None:
     """The ``#`` line after one size and core count: which comparisons held, each engine's ratio to the
-    yardstick."""
+    yardstick and to the Spark yardstick."""
     notes = []
     for line in lines:
         if line["compared_to"] is not None and line["engine"] != "reference":
             verdict = "equal" if line["facts_equal"] else "DIFFERENT"
             notes.append(f"{line['engine']}'s {line['compared_on']} vs {line['compared_to']}'s: {verdict}")
+        if line["engine"] in FACTS_ENGINES and line["x_spark_yardstick"] is not None:
+            notes.append(f"{line['engine']}/spark-yardstick {line['x_spark_yardstick']:.1f}x")
         if line["engine"] != "yardstick" and line["x_yardstick"] is not None:
             notes.append(f"{line['engine']}/yardstick {line['x_yardstick']:.1f}x")
     if notes:

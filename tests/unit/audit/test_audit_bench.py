@@ -19,7 +19,7 @@ import pytest
 from hypothesis import assume, given, settings
 
 from benchmarks import audit_bench
-from benchmarks.yardstick import COUNTS, figures_from_facts, yardstick
+from benchmarks.yardstick import COUNTS, figures_from_facts, spark_yardstick, yardstick
 from chaos.audit.facts import DEFAULT_OPTIONS, LogRecord
 from chaos.audit.reference import reference_audit
 from chaos.audit.source import history_table, log_table
@@ -29,6 +29,8 @@ from tests.unit.audit.test_audit_properties import Plan, build, plans
 
 BENCH = Path(audit_bench.__file__)
 RECORDS = 2_000
+LATE = 1.5005
+"""The mono of the fault :func:`plant_anomalies` injects and never heals."""
 FIELDS = {
     "records",
     "cores",
@@ -42,6 +44,7 @@ FIELDS = {
     "compared_to",
     "compared_on",
     "x_yardstick",
+    "x_spark_yardstick",
     "load",
     "figures",
 }
@@ -146,6 +149,23 @@ def test_an_engine_past_its_limit_gets_a_line(tmp_path: Path) -> None:
 
 def test_engines_are_any_subset_in_the_order_given() -> None:
     assert audit_bench.engine_list("reference, spark") == ["reference", "spark"]
+    assert audit_bench.engine_list("spark,spark-yardstick") == ["spark", "spark-yardstick"]
+
+
+def test_the_spark_yardstick_is_compared_on_figures_and_spark_is_timed_against_it() -> None:
+    figures = {"totals": {"sends": 1}}
+    done = {
+        "spark": {"engine": "spark", "wall_s": 60.0, "peak_mb": 1.0, "facts": {"any": 1}, "figures": figures},
+        "spark-yardstick": {"engine": "spark-yardstick", "wall_s": 20.0, "figures": figures},
+        "yardstick": {"engine": "yardstick", "wall_s": 4.0, "figures": {"totals": {"sends": 2}}},
+    }
+    assert audit_bench.compare("spark-yardstick", done) == ("spark", "figures", True)
+    assert audit_bench.compare("yardstick", done) == ("spark", "figures", False)
+    assert audit_bench.compare("spark", done) == (None, None, None)  # no reference: no facts to compare
+    done["spark"]["audit_s"] = 50.0
+    line = audit_bench.json_line(RECORDS, 2, done["spark"], done, 0.0)
+    assert set(line) == FIELDS
+    assert (line["x_yardstick"], line["x_spark_yardstick"]) == (15.0, 3.0)
 
 
 @pytest.mark.parametrize("bad", ["", "spark,spark", "spark,duckdb"])
@@ -164,7 +184,9 @@ def _record(i: int) -> dict[str, Any]:
     }
 
 
-def test_yardstick_counts_planted_anomalies(tmp_path: Path) -> None:
+def plant_anomalies(tmp_path: Path) -> Path:
+    """A generated run with anomalies planted in its log and history (the figures
+    :func:`test_yardstick_counts_planted_anomalies` expects); returns its directory."""
     run_dir = tmp_path / "run"
     audit_bench.generate(run_dir, RECORDS)
     history_path = run_dir / "history" / "events.parquet"
@@ -196,7 +218,6 @@ def test_yardstick_counts_planted_anomalies(tmp_path: Path) -> None:
     rows = [r for r in rows if not (r["kind"] == "delivery" and r["value_id"] == unseen["value_id"])]
     index = max(r["index"] for r in rows) + 1
     blank = dict.fromkeys(history.column_names)
-    late = 1.5005
     fault = {**blank, "run_id": audit_bench.RUN, "kind": "fault", "ts": audit_bench.T0, "process": "nemesis"}
     fault |= {"fault": "pause", "target": "broker-2"}
     rows += [
@@ -216,11 +237,15 @@ def test_yardstick_counts_planted_anomalies(tmp_path: Path) -> None:
             "partitions": [],
         },
         {**delivery_of(after_rebalance), "index": index + 2},
-        {**fault, "index": index + 3, "mono": late, "action": "inject", "params": '{"seq": 7}'},
+        {**fault, "index": index + 3, "mono": LATE, "action": "inject", "params": '{"seq": 7}'},
         {**fault, "index": index + 4, "mono": 2.6, "action": "heal", "params": '{"seq": 8}'},
     ]
     pq.write_table(pa.Table.from_pylist(rows, schema=history.schema), history_path)
+    return run_dir
 
+
+def test_yardstick_counts_planted_anomalies(tmp_path: Path) -> None:
+    run_dir = plant_anomalies(tmp_path)
     figures = yardstick(run_dir)["figures"]
     assert figures["totals"] == {
         "sends": RECORDS,
@@ -244,11 +269,21 @@ def test_yardstick_counts_planted_anomalies(tmp_path: Path) -> None:
     }
     generated, unhealed = figures["ack_latency"]
     assert generated["heal_mono"] is not None
-    assert (unhealed["target"], unhealed["inject_mono"], unhealed["heal_mono"]) == ("broker-2", late, None)
+    assert (unhealed["target"], unhealed["inject_mono"], unhealed["heal_mono"]) == ("broker-2", LATE, None)
     assert unhealed["before"]["count"] + unhealed["during"]["count"] == RECORDS
     assert unhealed["during"]["count"] > 0
     assert unhealed["after"] == {"count": 0, "p50_ms": None, "p99_ms": None}
     assert figures == reference_figures(run_dir)
+
+
+def test_spark_yardstick_counts_what_the_yardstick_counts(tmp_path: Path, audit_spark: Any) -> None:
+    """The statement in Spark SQL on a real local session: the planted anomalies, the two fault windows
+    (one never healed) and their latencies, as DuckDB's statement and the reference give them."""
+    run_dir = plant_anomalies(tmp_path)
+    got = spark_yardstick(run_dir, spark=audit_spark)
+    assert got["query_s"] > 0
+    assert got["figures"] == yardstick(run_dir)["figures"]
+    assert got["figures"] == reference_figures(run_dir)
 
 
 @settings(max_examples=40)
