@@ -35,6 +35,11 @@ from chaos.faults.targets import FollowerOf, LeaderOf, Target, resolve
 if TYPE_CHECKING:
     from chaos.cluster.cluster import KafkaCluster
 
+IO_ERROR: Final = re.compile(
+    rf"{STORAGE_ERROR.pattern}|Input/output error|a fault occurred in a recent unsafe memory access"
+)
+"""What a broker logs when its disk fails it: a storage error, an I/O error, or the JVM's fault on a read
+of a mapped file that failed (Kafka then stops the process)."""
 ERRORS: Final = ("unwritable", "unreadable", "corrupt")
 """What a :class:`DiskError` makes the layer do: fail writes (EIO), fail reads (EIO), flip bytes read."""
 _FIX: Final = (
@@ -243,8 +248,8 @@ class DiskError(LayerFault):
         container = self.cluster.broker(broker_id).docker
         assert self.record is not None
         logs = text_of(container.logs(since=self.record.injected_at))
-        storage = [line for line in logs.splitlines() if STORAGE_ERROR.search(line)]
-        logged = f"; it logged {len(storage)} storage error lines" if storage else "; no storage error logged"
+        storage = [line for line in logs.splitlines() if IO_ERROR.search(line)]
+        logged = f"; it logged {len(storage)} I/O error lines" if storage else "; no I/O error logged"
         delta = self._delta()
         if delta is None:
             return Effect(bool(storage), f"broker {broker_id} stopped or restarted in the window{logged}")

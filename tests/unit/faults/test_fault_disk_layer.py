@@ -231,6 +231,25 @@ def test_an_unwritable_disk_lands_on_failed_writes_and_restarts_a_broker_that_we
     assert cluster.restarts == [((1,), True)]  # alive without its directory: a new process
 
 
+def test_an_unreadable_disk_that_stopped_its_broker_lands_on_the_io_error_it_logged(
+    cluster: FakeCluster,
+) -> None:
+    fault = DiskError(_k(cluster), 2, error="unreadable", log=FaultLog())
+    fault.inject()
+    broker = cluster.container(2)
+    broker.log("ERROR Encountered fatal fault: Unexpected error in raft IO thread")
+    broker.log(
+        "java.lang.InternalError: a fault occurred in a recent unsafe memory access operation in compiled"
+    )
+    broker.status = "exited"  # Kafka stopped the process
+    fault.heal()
+    assert fault.record is not None
+    assert fault.record.effect is not None
+    assert fault.record.effect.observed, fault.record.effect.evidence
+    assert "it logged 1 I/O error lines" in fault.record.effect.evidence
+    assert fault.restarted
+
+
 def test_a_corrupting_disk_lands_on_corrupted_reads_and_an_unknown_error_is_refused(
     cluster: FakeCluster,
 ) -> None:
