@@ -37,6 +37,18 @@ the first audit of a JVM compiles ~400 classes less (a 2,000-record run's: 44.8 
 audits reuse compiled classes, and from 30,000 events the interpreted rows cost more (docs/audit.md)."""
 
 
+SMALL_HISTORY_BELOW_ROWS: Final = 20_000
+"""Histories of fewer events are audited in a small job's shape (:func:`small_history`): local checkpoints
+made lazily, by the first job that reads them, instead of in a job each; the counts that only choose a branch
+not taken (the general branch, right either way, runs); the control facts in one ``collect`` — 3 Spark
+actions in all without transactions (docs/audit.md, "Per-run cost"). MEASURED_BELOW_PLACEHOLDER"""
+
+
+def small_history(rows: int | None) -> bool:
+    """Whether a history of ``rows`` events (``None``: not counted) is audited in the small job's shape."""
+    return rows is not None and rows < SMALL_HISTORY_BELOW_ROWS
+
+
 def audit_settings(rows: int, parallelism: int) -> dict[str, str]:
     """The session settings an audit of ``rows`` history events on ``parallelism`` task slots runs with."""
     shuffles, splits = audit_width(rows, parallelism)
@@ -60,21 +72,23 @@ def audit_width(rows: int, parallelism: int) -> tuple[int, int]:
 
 
 @contextlib.contextmanager
-def sized(history: Any) -> Iterator[None]:
-    """Within the block, the session of ``history`` (a DataFrame) runs with :func:`audit_settings`. A
-    Spark Connect session is sized by the task slots its server states (``spark.default.parallelism``, as
-    the warm server does: :mod:`chaos.audit.warm`), else left as its server is configured."""
+def sized(history: Any) -> Iterator[int | None]:
+    """Within the block, the session of ``history`` (a DataFrame) runs with :func:`audit_settings`; the
+    block is given the history's event count. A Spark Connect session is sized by the task slots its server
+    states (``spark.default.parallelism``, as the warm server does: :mod:`chaos.audit.warm`), else left as
+    its server is configured, uncounted (``None``)."""
     spark = history.sparkSession
     slots = _connect_slots(spark) if is_connect_session(spark) else spark.sparkContext.defaultParallelism
     if slots is None:
-        yield
+        yield None
         return
-    settings = audit_settings(history.count(), slots)
+    rows = history.count()
+    settings = audit_settings(rows, slots)
     before = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
-        yield
+        yield rows
     finally:
         for key, value in before.items():
             if value is None:

@@ -69,7 +69,7 @@ from chaos.audit.facts import (
     make_report,
 )
 from chaos.audit.logpolicy import NO_POLICIES, LogPolicies
-from chaos.audit.sizing import sized
+from chaos.audit.sizing import sized, small_history
 from chaos.audit.spark import is_connect_session
 from chaos.errors import AuditError
 from chaos.run.events import VALUE_ID_PRODUCER
@@ -162,17 +162,28 @@ def spark_audit(
     # that made them), released at the end whatever happens
     held: list[DataFrame] = []
 
-    def hold(df: DataFrame) -> DataFrame:
-        kept = frames.materialised(df)
-        held.append(kept)
-        return kept
+    with _cancelled_after(spark, timeout_s), sized(h) as rows:
+        small = small_history(rows)
 
-    with _cancelled_after(spark, timeout_s), sized(h):
+        def hold(df: DataFrame) -> DataFrame:
+            kept = frames.materialised(df, eager=not small)
+            held.append(kept)
+            return kept
+
         try:
             control, acks, deliveries = frames.scanned(F, h, hold)
-            # about one row per value; four consumers read it, each shuffling only what it needs
-            driver_rows = frames.driver_rows(F, control)
+            found = frames.collected(
+                {
+                    "driver": frames.driver_query(F, control),
+                    "fault": availability.fault_query(F, control),
+                    "bounds": consumer.bounds_query(F, control, deliveries),
+                    "run": availability.run_ends_query(F, h),
+                    "leave": consumer.leaves_query(F, control),
+                }
+            )
+            driver_rows = frames.driver_rows(found["driver"])
             attempts, commits = transactions.attempts_by_run(driver_rows)
+            # about one row per value; four consumers read it, each shuffling only what it needs
             per_value, scratch = values.per_value(
                 F,
                 Window,
@@ -184,17 +195,19 @@ def spark_audit(
                 attempts,
                 fast_path=not log_missing,
                 commits=commits,
+                probe=not small,
             )
             per_value = hold(per_value)  # materialised now, so what it was built from can go
-            for df in scratch:
-                frames.release(df)
-            windows = hold(availability.windows_frame(F, control))  # small; read by three parts
-            bounds, owners = consumer.group_bounds(F, control, deliveries)
-            runs = availability.run_ends(F, h)
+            if not small:  # a lazy checkpoint still needs them: they go at the end
+                for df in scratch:
+                    frames.release(df)
+            windows = hold(availability.windows_frame(spark, found["fault"]))  # small; read by three parts
+            bounds, owners = consumer.group_bounds(found["bounds"])
+            runs = availability.run_ends(found["run"])
             by_part: dict[str, list[Any]] = defaultdict(list)
             spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
             polls = order.poll_order(
-                F, Window, control, deliveries, log, per_value, options, hold, spans=spans
+                F, Window, control, deliveries, log, per_value, options, hold, spans=spans, probe=not small
             )
             policies = removals.log_policies(driver_rows)
             instances = _instances(F, Window, h, per_value, polls, hold, policies, deliveries)
@@ -214,7 +227,7 @@ def spark_audit(
             )
             for row in parts.collect():
                 by_part[row.part].append(row)
-            leaves = consumer.leaves(F, control)
+            leaves = consumer.leaves(found["leave"])
         finally:
             for df in held:
                 frames.release(df)
