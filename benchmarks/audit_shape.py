@@ -1,12 +1,14 @@
 """The shape of a small run's Spark audit: jobs, stages and DataFrame actions, and its seconds.
 
-    python benchmarks/audit_shape.py [RUN_DIR ...] [--rounds 3] [--json]
+    python benchmarks/audit_shape.py [RUN_DIR ...] [--rounds 3] [--values 200] [--small-below N] [--json]
 
 Each run is audited in a new process on its own ``local[2]`` (``audit_facts``, as a command does): the
 first audit (its JVM fresh) and ``--rounds`` more (warm), each counted with
 :func:`chaos.audit.shape.counted` — ``audit``: the whole ``audit_facts`` call, ``job``: the
-``spark_audit`` call within it. No RUN_DIR: the class archive's training run (200 values, a fault, a
-consumer, the drain), recorded in a temporary directory. Time it alone: it uses both cores.
+``spark_audit`` call within it. No RUN_DIR: the class archive's training run (``--values`` values, about
+five events each; a fault, a consumer, the drain), recorded in a temporary directory. ``--small-below``
+sets :data:`chaos.audit.sizing.SMALL_HISTORY_BELOW_ROWS` in the audits' process (0: every history audited
+in the large shape). Time it alone: it uses both cores.
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ sys.path.insert(0, str(ROOT))
 
 _CHILD = """
 import json, sys, time
+import chaos.audit.sizing as sizing
 import chaos.audit.sparkjob as sparkjob
 from chaos.audit.run import audit_facts
 from chaos.audit.shape import counted
 from chaos.audit.spark import SCENARIO_MASTER, spark_session
 
+if sys.argv[3]:
+    sizing.SMALL_HISTORY_BELOW_ROWS = int(sys.argv[3])
 spark = spark_session(SCENARIO_MASTER)
 inner = []
 audit = sparkjob.spark_audit
@@ -56,10 +61,14 @@ for _ in range(int(sys.argv[2])):
 """
 
 
-def audits(run: Path, count: int) -> list[dict[str, object]]:
+def audits(run: Path, count: int, small_below: int | None = None) -> list[dict[str, object]]:
     """``count`` counted audits of ``run`` in one new Python process, the first on a fresh JVM."""
+    below = "" if small_below is None else str(small_below)
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(run), str(count)], capture_output=True, text=True, check=False
+        [sys.executable, "-c", _CHILD, str(run), str(count), below],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise SystemExit(f"audit of {run} failed:\n{done.stderr[-3000:]}")
@@ -85,6 +94,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="*", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--values", type=int, default=200, help="values of the generated run")
+    parser.add_argument(
+        "--small-below", type=int, default=None, help="SMALL_HISTORY_BELOW_ROWS for the audits"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per run instead of text")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="chaos-audit-shape-") as tmp:
@@ -93,9 +106,9 @@ def main() -> int:
             from chaos.audit.archive_build import record_training_run
 
             runs = [Path(tmp) / "training"]
-            record_training_run(runs[0], "training")
+            record_training_run(runs[0], "training", args.values)
         for run in runs:
-            found = audits(run, args.rounds + 1)
+            found = audits(run, args.rounds + 1, args.small_below)
             if len({r["facts"] for r in found}) != 1:
                 raise SystemExit(f"{run}: the facts differ between audits")
             print(json.dumps({"run": str(run), "audits": found}) if args.json else _line(str(run), found))

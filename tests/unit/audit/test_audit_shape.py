@@ -1,0 +1,53 @@
+"""The shape of a small run's Spark audit: the Spark actions and jobs one ``spark_audit`` call runs on a
+history below :data:`~chaos.audit.sizing.SMALL_HISTORY_BELOW_ROWS` events stay within a budget
+(docs/audit.md, "Per-run cost"), and its facts are the reference's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+ACTIONS_BUDGET: Final = 3
+"""The history's count (the audit's sizing), the control facts' collect, the parts' collect."""
+JOBS_BUDGET: Final = 3
+"""One job per action on a session without adaptive execution (the test session's)."""
+
+
+def test_a_small_audit_runs_three_actions_and_no_eager_checkpoint(audit_spark: Any, tmp_path: Path) -> None:
+    from chaos.audit.archive_build import TRAINING_VALUES, record_training_run
+    from chaos.audit.run import audit_facts
+    from chaos.audit.shape import counted
+    from chaos.audit.sizing import SMALL_HISTORY_BELOW_ROWS
+    from chaos.audit.source import drain_log
+    from chaos.audit.sparkjob import spark_audit
+    from chaos.history.reader import to_spark
+
+    run_dir = tmp_path / "small"
+    record_training_run(run_dir, "small")
+    history = to_spark(audit_spark, run_dir)
+    assert history.count() < SMALL_HISTORY_BELOW_ROWS
+    with counted(audit_spark) as tally:
+        got = spark_audit(history, drain_log(history))
+    shape = tally.shape
+    assert got == {"small": audit_facts(run_dir, engine="reference")}
+    assert got["small"].totals.sends == TRAINING_VALUES
+    assert "localCheckpoint" not in shape.actions, shape
+    assert shape.action_count <= ACTIONS_BUDGET, shape
+    assert shape.jobs <= JOBS_BUDGET, shape
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_counted_sees_each_action_and_its_jobs(audit_spark: Any, eager: bool) -> None:
+    from chaos.audit.checks.frames import materialised, release
+    from chaos.audit.shape import counted
+
+    df = audit_spark.range(10)
+    with counted(audit_spark) as tally:
+        kept = materialised(df, eager=eager)
+        assert kept.count() == 10
+        assert len(kept.collect()) == 10
+    release(kept)
+    assert tally.shape.actions == {"count": 1, "collect": 1} | ({"localCheckpoint": 1} if eager else {})
+    assert tally.shape.jobs >= 2 + eager
