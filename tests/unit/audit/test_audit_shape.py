@@ -11,8 +11,10 @@ import pytest
 
 ACTIONS_BUDGET: Final = 3
 """The history's count (the audit's sizing), the control facts' collect, the parts' collect."""
-JOBS_BUDGET: Final = 3
-"""One job per action on a session without adaptive execution (the test session's)."""
+JOBS_BUDGET: Final = 28
+"""The Spark jobs those actions run on the test session (no adaptive execution): beside one per action, one
+per broadcast join's small side and per lazy local checkpoint whose rows a job left incomplete (79 before the
+small shape)."""
 
 
 def test_a_small_audit_runs_three_actions_and_no_eager_checkpoint(audit_spark: Any, tmp_path: Path) -> None:
