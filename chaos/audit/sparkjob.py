@@ -10,10 +10,14 @@ of generated runs in one job; a real audit has one):
   ``None`` when the topic could not be read.
 
 This module composes the checks of :mod:`chaos.audit.checks` (one module per family, each with its
-reference part beside it) and gathers what they collect into facts. How it runs — three Spark actions (and
-small ``collect``s: the fault events, the transaction markers and, when a transaction has a ``begin``, one
-row per attempt; the group's first and last events, one row per run; the revoke / lost callbacks), no
-Python UDFs:
+reference part beside it) and gathers what they collect into facts. How it runs — the history's count (its
+sizing, :mod:`chaos.audit.sizing`), one ``collect`` of the control facts the driver decides on (transaction
+markers, topic policies, log starts, drain ends, the fault events, the group's first and last events, one
+row per run; each run's send bounds; the revoke / lost callbacks:
+:func:`~chaos.audit.checks.frames.collected`),
+then the parts' ``collect`` (and, when a transaction has a ``begin``, one row per attempt); a history of
+:data:`~chaos.audit.sizing.SMALL_HISTORY_BELOW_ROWS` events or more also counts what decides a branch and
+computes each local checkpoint in a job of its own. No Python UDFs:
 
 1. **Per value** (:func:`chaos.audit.checks.values.per_value`): about one row per value — its counts, its
    per-value anomaly instances, an observed position, a reorder-chain link, a readable record — the clean
@@ -37,8 +41,9 @@ Every frame that several parts read (the history's control events, acks and deli
 summary, the per-value rows, the instances, the fault windows) is a *local checkpoint*
 (:mod:`chaos.audit.checks.frames`): its rows are computed once and kept by the executors (memory, then
 disk), and what reads them is planned over those rows instead of over the plan that made them — the plans
-Spark analyses, optimises and matches stay small (docs/audit.md, "Local checkpoints"). They are released
-when the audit ends, whatever happens.
+Spark analyses, optimises and matches stay small (docs/audit.md, "Local checkpoints"). Below
+:data:`~chaos.audit.sizing.SMALL_HISTORY_BELOW_ROWS` events they are lazy: the first job that reads one
+computes it. They are released when the audit ends, whatever happens.
 
 Only small per-run parts — counts, the first N examples per anomaly, availability figures, per partition
 its longest stall and owner changes, the lag points — reach the driver, in one ``collect``. Jobs still
