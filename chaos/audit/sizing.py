@@ -37,11 +37,14 @@ the first audit of a JVM compiles ~400 classes less (a 2,000-record run's: 44.8 
 audits reuse compiled classes, and from 30,000 events the interpreted rows cost more (docs/audit.md)."""
 
 
-SMALL_HISTORY_BELOW_ROWS: Final = 20_000
-"""Histories of fewer events are audited in a small job's shape (:func:`small_history`): local checkpoints
-made lazily, by the first job that reads them, instead of in a job each; the counts that only choose a branch
-not taken (the general branch, right either way, runs); the control facts in one ``collect`` — 3 Spark
-actions in all without transactions (docs/audit.md, "Per-run cost"). MEASURED_BELOW_PLACEHOLDER"""
+SMALL_HISTORY_BELOW_ROWS: Final = 0
+"""Histories of fewer events are audited in a small job's shape (:func:`small_history`): 3 Spark actions
+without transactions — the local checkpoints lazy, computed by the first job that reads them, and no count
+that only chooses a branch (the general branch, right either way, runs). 0: none is, since eager checkpoints
+measured shorter at every size tried — on 2 cores (``benchmarks/audit_shape.py``, one process per shape, a
+fresh JVM's first audit and the median of warm ones), a 1,007-event run's first audit took 17.6 s in the
+small shape against 15.0 s, warm 7.90 s against 7.45 s; a 15,007-event run's 18.0 s against 14.3 s, warm
+7.00 s against 6.34 s (docs/measurements.md, 2026-12-07)."""
 
 
 def small_history(rows: int | None) -> bool:

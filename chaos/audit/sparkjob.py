@@ -14,10 +14,10 @@ reference part beside it) and gathers what they collect into facts. How it runs 
 sizing, :mod:`chaos.audit.sizing`), one ``collect`` of the control facts the driver decides on (transaction
 markers, topic policies, log starts, drain ends, the fault events, the group's first and last events, one
 row per run; each run's send bounds; the revoke / lost callbacks:
-:func:`~chaos.audit.checks.frames.collected`),
-then the parts' ``collect`` (and, when a transaction has a ``begin``, one row per attempt); a history of
-:data:`~chaos.audit.sizing.SMALL_HISTORY_BELOW_ROWS` events or more also counts what decides a branch and
-computes each local checkpoint in a job of its own. No Python UDFs:
+:func:`~chaos.audit.checks.frames.collected`), then the parts' ``collect`` (and, when a transaction has a
+``begin``, one row per attempt); each count that decides a branch and each local checkpoint is an action
+too, except on a history below :data:`~chaos.audit.sizing.SMALL_HISTORY_BELOW_ROWS` events (the small
+job's shape: 3 actions). No Python UDFs:
 
 1. **Per value** (:func:`chaos.audit.checks.values.per_value`): about one row per value — its counts, its
    per-value anomaly instances, an observed position, a reorder-chain link, a readable record — the clean
