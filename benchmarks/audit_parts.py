@@ -129,15 +129,21 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
         control, acks, deliveries = timed(
             "control events, acks, deliveries (scans)", lambda: frames.scanned(F, h, hold)
         )
-        driver_rows = frames.driver_rows(F, control)
+        driver_rows = frames.driver_rows(frames.driver_query(F, control).collect())
         attempts, commits = transactions.attempts_by_run(driver_rows)
         per_value, _ = values.per_value(
             F, Window, h, control, log, DEFAULT_OPTIONS, hold, attempts, fast_path=True, commits=commits
         )
         per_value = timed("per value", lambda: hold(per_value))
-        windows = hold(availability.windows_frame(F, control))
-        bounds = timed("fault windows, group bounds", lambda: consumer.group_bounds(F, control, deliveries))
-        runs = timed("runs and their send bounds", lambda: availability.run_ends(F, h))
+        windows = hold(availability.windows_frame(spark, availability.fault_query(F, control).collect()))
+        bounds = timed(
+            "fault windows, group bounds",
+            lambda: consumer.group_bounds(consumer.bounds_query(F, control, deliveries).collect()),
+        )
+        runs = timed(
+            "runs and their send bounds",
+            lambda: availability.run_ends(availability.run_ends_query(F, h).collect()),
+        )
         polls = order.poll_order(
             F, Window, control, deliveries, log, per_value, DEFAULT_OPTIONS, hold, spans=False
         )

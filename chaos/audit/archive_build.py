@@ -85,9 +85,10 @@ def _prune(kept: Path) -> None:
         archive.unlink(missing_ok=True)
 
 
-def record_training_run(run_dir: Path, run_id: str) -> None:
-    """A small clean run through the code paths an audit takes: sends acked on two partitions, a fault
-    injected and healed, a consumer's assignment and deliveries, the final drain of the topic."""
+def record_training_run(run_dir: Path, run_id: str, values: int = TRAINING_VALUES) -> None:
+    """A small clean run through the code paths an audit takes: ``values`` sends acked on two partitions, a
+    fault injected and healed, a consumer's assignment and deliveries, the final drain of the topic (about
+    five history events a value)."""
     from chaos.history import Recorder
     from chaos.run.events import (
         Delivery,
@@ -105,7 +106,7 @@ def record_training_run(run_dir: Path, run_id: str) -> None:
     def at(kind: type[Event], process: str, mono: float, **fields: Any) -> Event:
         return kind(run_id=run_id, process=process, ts=1_700_000_000.0 + mono, mono=mono, **fields)
 
-    topic, n, levels = "t", TRAINING_VALUES, ("read_uncommitted", "read_committed")
+    topic, n, levels = "t", values, ("read_uncommitted", "read_committed")
     ends = {0: 0, 1: 0}
     with Recorder(run_dir, run_id) as history:
         assigned = tuple(PartitionOffset(topic=topic, partition=p) for p in ends)

@@ -37,6 +37,21 @@ the first audit of a JVM compiles ~400 classes less (a 2,000-record run's: 44.8 
 audits reuse compiled classes, and from 30,000 events the interpreted rows cost more (docs/audit.md)."""
 
 
+SMALL_HISTORY_BELOW_ROWS: Final = 0
+"""Histories of fewer events are audited in a small job's shape (:func:`small_history`): 3 Spark actions
+without transactions — the local checkpoints lazy, computed by the first job that reads them, and no count
+that only chooses a branch (the general branch, right either way, runs). 0: none is, since eager checkpoints
+measured shorter at every size tried — on 2 cores (``benchmarks/audit_shape.py``, one process per shape, a
+fresh JVM's first audit and the median of warm ones), a 1,007-event run's first audit took 17.6 s in the
+small shape against 15.0 s, warm 7.90 s against 7.45 s; a 15,007-event run's 18.0 s against 14.3 s, warm
+7.00 s against 6.34 s (docs/measurements.md, 2026-12-07)."""
+
+
+def small_history(rows: int | None) -> bool:
+    """Whether a history of ``rows`` events (``None``: not counted) is audited in the small job's shape."""
+    return rows is not None and rows < SMALL_HISTORY_BELOW_ROWS
+
+
 def audit_settings(rows: int, parallelism: int) -> dict[str, str]:
     """The session settings an audit of ``rows`` history events on ``parallelism`` task slots runs with."""
     shuffles, splits = audit_width(rows, parallelism)
@@ -60,21 +75,23 @@ def audit_width(rows: int, parallelism: int) -> tuple[int, int]:
 
 
 @contextlib.contextmanager
-def sized(history: Any) -> Iterator[None]:
-    """Within the block, the session of ``history`` (a DataFrame) runs with :func:`audit_settings`. A
-    Spark Connect session is sized by the task slots its server states (``spark.default.parallelism``, as
-    the warm server does: :mod:`chaos.audit.warm`), else left as its server is configured."""
+def sized(history: Any) -> Iterator[int | None]:
+    """Within the block, the session of ``history`` (a DataFrame) runs with :func:`audit_settings`; the
+    block is given the history's event count. A Spark Connect session is sized by the task slots its server
+    states (``spark.default.parallelism``, as the warm server does: :mod:`chaos.audit.warm`), else left as
+    its server is configured, uncounted (``None``)."""
     spark = history.sparkSession
     slots = _connect_slots(spark) if is_connect_session(spark) else spark.sparkContext.defaultParallelism
     if slots is None:
-        yield
+        yield None
         return
-    settings = audit_settings(history.count(), slots)
+    rows = history.count()
+    settings = audit_settings(rows, slots)
     before = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
-        yield
+        yield rows
     finally:
         for key, value in before.items():
             if value is None:

@@ -10,10 +10,14 @@ of generated runs in one job; a real audit has one):
   ``None`` when the topic could not be read.
 
 This module composes the checks of :mod:`chaos.audit.checks` (one module per family, each with its
-reference part beside it) and gathers what they collect into facts. How it runs — three Spark actions (and
-small ``collect``s: the fault events, the transaction markers and, when a transaction has a ``begin``, one
-row per attempt; the group's first and last events, one row per run; the revoke / lost callbacks), no
-Python UDFs:
+reference part beside it) and gathers what they collect into facts. How it runs — the history's count (its
+sizing, :mod:`chaos.audit.sizing`), one ``collect`` of the control facts the driver decides on (transaction
+markers, topic policies, log starts, drain ends, the fault events, the group's first and last events, one
+row per run; each run's send bounds; the revoke / lost callbacks:
+:func:`~chaos.audit.checks.frames.collected`), then the parts' ``collect`` (and, when a transaction has a
+``begin``, one row per attempt); each count that decides a branch and each local checkpoint is an action
+too, except on a history below :data:`~chaos.audit.sizing.SMALL_HISTORY_BELOW_ROWS` events (the small
+job's shape: 3 actions). No Python UDFs:
 
 1. **Per value** (:func:`chaos.audit.checks.values.per_value`): about one row per value — its counts, its
    per-value anomaly instances, an observed position, a reorder-chain link, a readable record — the clean
@@ -37,8 +41,9 @@ Every frame that several parts read (the history's control events, acks and deli
 summary, the per-value rows, the instances, the fault windows) is a *local checkpoint*
 (:mod:`chaos.audit.checks.frames`): its rows are computed once and kept by the executors (memory, then
 disk), and what reads them is planned over those rows instead of over the plan that made them — the plans
-Spark analyses, optimises and matches stay small (docs/audit.md, "Local checkpoints"). They are released
-when the audit ends, whatever happens.
+Spark analyses, optimises and matches stay small (docs/audit.md, "Local checkpoints"). Below
+:data:`~chaos.audit.sizing.SMALL_HISTORY_BELOW_ROWS` events they are lazy: the first job that reads one
+computes it. They are released when the audit ends, whatever happens.
 
 Only small per-run parts — counts, the first N examples per anomaly, availability figures, per partition
 its longest stall and owner changes, the lag points — reach the driver, in one ``collect``. Jobs still
@@ -69,7 +74,7 @@ from chaos.audit.facts import (
     make_report,
 )
 from chaos.audit.logpolicy import NO_POLICIES, LogPolicies
-from chaos.audit.sizing import sized
+from chaos.audit.sizing import sized, small_history
 from chaos.audit.spark import is_connect_session
 from chaos.errors import AuditError
 from chaos.run.events import VALUE_ID_PRODUCER
@@ -162,17 +167,28 @@ def spark_audit(
     # that made them), released at the end whatever happens
     held: list[DataFrame] = []
 
-    def hold(df: DataFrame) -> DataFrame:
-        kept = frames.materialised(df)
-        held.append(kept)
-        return kept
+    with _cancelled_after(spark, timeout_s), sized(h) as rows:
+        small = small_history(rows)
 
-    with _cancelled_after(spark, timeout_s), sized(h):
+        def hold(df: DataFrame) -> DataFrame:
+            kept = frames.materialised(df, eager=not small)
+            held.append(kept)
+            return kept
+
         try:
             control, acks, deliveries = frames.scanned(F, h, hold)
-            # about one row per value; four consumers read it, each shuffling only what it needs
-            driver_rows = frames.driver_rows(F, control)
+            found = frames.collected(
+                {
+                    "driver": frames.driver_query(F, control),
+                    "fault": availability.fault_query(F, control),
+                    "bounds": consumer.bounds_query(F, control, deliveries),
+                    "run": availability.run_ends_query(F, h),
+                    "leave": consumer.leaves_query(F, control),
+                }
+            )
+            driver_rows = frames.driver_rows(found["driver"])
             attempts, commits = transactions.attempts_by_run(driver_rows)
+            # about one row per value; four consumers read it, each shuffling only what it needs
             per_value, scratch = values.per_value(
                 F,
                 Window,
@@ -184,17 +200,19 @@ def spark_audit(
                 attempts,
                 fast_path=not log_missing,
                 commits=commits,
+                probe=not small,
             )
             per_value = hold(per_value)  # materialised now, so what it was built from can go
-            for df in scratch:
-                frames.release(df)
-            windows = hold(availability.windows_frame(F, control))  # small; read by three parts
-            bounds, owners = consumer.group_bounds(F, control, deliveries)
-            runs = availability.run_ends(F, h)
+            if not small:  # a lazy checkpoint still needs them: they go at the end
+                for df in scratch:
+                    frames.release(df)
+            windows = hold(availability.windows_frame(spark, found["fault"]))  # small; read by three parts
+            bounds, owners = consumer.group_bounds(found["bounds"])
+            runs = availability.run_ends(found["run"])
             by_part: dict[str, list[Any]] = defaultdict(list)
             spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
             polls = order.poll_order(
-                F, Window, control, deliveries, log, per_value, options, hold, spans=spans
+                F, Window, control, deliveries, log, per_value, options, hold, spans=spans, probe=not small
             )
             policies = removals.log_policies(driver_rows)
             instances = _instances(F, Window, h, per_value, polls, hold, policies, deliveries)
@@ -214,7 +232,7 @@ def spark_audit(
             )
             for row in parts.collect():
                 by_part[row.part].append(row)
-            leaves = consumer.leaves(F, control)
+            leaves = consumer.leaves(found["leave"])
         finally:
             for df in held:
                 frames.release(df)

@@ -45,24 +45,27 @@ _OUTAGE_BUCKET_S: Final = 1.0
 # Spark
 
 
-def windows_frame(F: Any, control: DataFrame) -> DataFrame:
+def fault_query(F: Any, control: DataFrame) -> DataFrame:
+    """The fault events (few; ``control`` is in memory), for :func:`windows_frame` once collected."""
+    # "wid", not "index": a Row is a tuple, whose .index is a method
+    return control.where(F.col("kind") == "fault").select(
+        "run_id", F.col("index").alias("wid"), "action", "fault", "target", "params", "mono"
+    )
+
+
+def windows_frame(spark: Any, faults: list[Any]) -> DataFrame:
     """One row per fault inject: ``(run_id, wid, fault, target, start, end)``, ``wid`` the inject's index,
     ``end`` the mono of the heal that :func:`~chaos.history.windows.fault_windows` pairs it with (null:
-    never healed). The fault events are few and ``control`` is in memory: they are paired on the driver, by
-    the same function as the reference's, and the windows go back as a small frame."""
-    faults = (
-        control.where(F.col("kind") == "fault")
-        .select("run_id", F.col("index").alias("wid"), "action", "fault", "target", "params", "mono")
-        .collect()
-    )  # "wid", not "index": a Row is a tuple, whose .index is a method
-    faults.sort(key=lambda r: (r.run_id, r.wid))
+    never healed). ``faults``: the collected rows of :func:`fault_query`, paired on the driver by the same
+    function as the reference's; the windows go back as a small frame."""
+    faults = sorted(faults, key=lambda r: (r.run_id, r.wid))
     rows = []
     for run, of_run in itertools.groupby(faults, key=lambda r: r.run_id):
         for w in fault_windows(of_run):
             end = w.heal.mono if w.heal is not None else None
             rows.append((run, w.inject.wid, w.inject.fault, w.inject.target, w.inject.mono, end))
     return local_frame(
-        control.sparkSession,
+        spark,
         rows,
         "run_id string, wid long, fault string, target string, start double, end double",
     )
@@ -218,18 +221,19 @@ def _percentiles(F: Any, Window: Any, spark: Any, phased: DataFrame) -> DataFram
     )
 
 
-def run_ends(F: Any, h: DataFrame) -> dict[str, tuple[float | None, float | None]]:
+def run_ends_query(F: Any, h: DataFrame) -> DataFrame:
     """Every run of the history, with its first invoke's and last send event's (invoke or outcome) mono —
-    the ends of its outage search — collected (one scan of the history, one row per run)."""
+    the ends of its outage search (one scan of the history, one row per run): :func:`run_ends` once
+    collected."""
     kind, mono = F.col("kind"), F.col("mono")
-    rows = (
-        h.groupBy("run_id")
-        .agg(
-            F.min(F.when(kind == "send_invoke", mono)).alias("first"),
-            F.max(F.when(kind.isin("send_invoke", "send_outcome"), mono)).alias("last"),
-        )
-        .collect()
+    return h.groupBy("run_id").agg(
+        F.min(F.when(kind == "send_invoke", mono)).alias("first"),
+        F.max(F.when(kind.isin("send_invoke", "send_outcome"), mono)).alias("last"),
     )
+
+
+def run_ends(rows: list[Any]) -> dict[str, tuple[float | None, float | None]]:
+    """run_id -> the ends of its outage search, from the collected rows of :func:`run_ends_query`."""
     return {r.run_id: (r.first, r.last) for r in rows}
 
 

@@ -47,13 +47,12 @@ Owners = dict[str, tuple[tuple[str, str | None], ...]]
 """Per run, every ``(process, member)`` that delivered, sorted: a delivery's owner id is its position."""
 
 
-def group_bounds(
-    F: Any, control: DataFrame, deliveries: DataFrame
-) -> tuple[dict[str, tuple[float, float]], Owners]:
-    """Per run with deliveries: the group's first delivery and its last event (a delivery, commit or
-    rebalance: the end of every stall still open), and its :data:`Owners`; collected (one row per run)."""
+def bounds_query(F: Any, control: DataFrame, deliveries: DataFrame) -> DataFrame:
+    """Per run with deliveries (one row each): the group's first delivery and its last event (a delivery,
+    commit or rebalance: the end of every stall still open), and every owner — :func:`group_bounds` once
+    collected."""
     kind, is_d = F.col("kind"), F.col("is_d")
-    rows = (
+    return (
         deliveries.select("run_id", "mono", "process", "member", F.lit(True).alias("is_d"))
         .unionByName(
             control.where(kind.isin("commit", "rebalance")).select(
@@ -67,8 +66,12 @@ def group_bounds(
             F.collect_set(F.when(is_d, F.struct("process", "member"))).alias("owners"),
         )
         .where(F.col("first").isNotNull())
-        .collect()
     )
+
+
+def group_bounds(rows: list[Any]) -> tuple[dict[str, tuple[float, float]], Owners]:
+    """Per run with deliveries, from the collected rows of :func:`bounds_query`: the group's first
+    delivery and last event, and its :data:`Owners`."""
     owners = {
         r.run_id: tuple(
             sorted(((o.process, o.member) for o in r.owners), key=lambda o: (o[0], o[1] is None, o[1] or ""))
@@ -78,14 +81,17 @@ def group_bounds(
     return {r.run_id: (r.first, r.last) for r in rows}, owners
 
 
-def leaves(F: Any, control: DataFrame) -> dict[tuple[str, str, int], list[Mark]]:
-    """The revoke / lost callbacks per ``(run_id, topic, partition)`` they list (few; collected)."""
-    rows = (
-        control.where((F.col("kind") == "rebalance") & (F.col("action") != "assign"))
-        .select("run_id", F.col("index").alias("i"), "mono", "process", "member",
-                F.explode("partitions").alias("tp"))
-        .collect()
-    )  # fmt: skip
+def leaves_query(F: Any, control: DataFrame) -> DataFrame:
+    """The revoke / lost callbacks, one row per partition they list (few): :func:`leaves` once
+    collected."""
+    return control.where((F.col("kind") == "rebalance") & (F.col("action") != "assign")).select(
+        "run_id", F.col("index").alias("i"), "mono", "process", "member", F.explode("partitions").alias("tp")
+    )
+
+
+def leaves(rows: list[Any]) -> dict[tuple[str, str, int], list[Mark]]:
+    """The revoke / lost callbacks per ``(run_id, topic, partition)`` they list, from the collected rows of
+    :func:`leaves_query`."""
     found: dict[tuple[str, str, int], list[Mark]] = defaultdict(list)
     for r in rows:
         found[(r.run_id, r.tp.topic, r.tp.partition)].append((r.mono, r.i, r.process, r.member))

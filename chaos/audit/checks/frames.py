@@ -1,10 +1,11 @@
 """The Spark frames several checks read, and the helpers that build and hold the audit's frames.
 
 :func:`scanned` scans the history once for each frame several checks read (control events, acks,
-deliveries); :func:`driver_rows` collects the few control rows the driver decides on. :func:`materialised`
-makes a local checkpoint and :func:`release` drops it; :func:`local_frame` ships a small driver-built table
-to the JVM. A per-value row's ``src`` (:data:`SEND`, :data:`DELIVERY`, :data:`LOG`) is read by the value
-and transaction checks alike.
+deliveries); :func:`driver_query` selects the few control rows the driver decides on, and :func:`collected`
+collects several such small queries in one action. :func:`materialised` makes a local checkpoint and
+:func:`release` drops it; :func:`local_frame` ships a small driver-built table to the JVM. A per-value
+row's ``src`` (:data:`SEND`, :data:`DELIVERY`, :data:`LOG`) is read by the value and transaction checks
+alike.
 """
 
 from __future__ import annotations
@@ -44,12 +45,13 @@ def scanned(
     return control, acks, deliveries
 
 
-def materialised(df: DataFrame) -> DataFrame:
-    """``df`` computed now, as a local checkpoint (its rows kept by the executors, in memory, then on disk):
-    what reads it is planned over those rows. :func:`release` drops them."""
+def materialised(df: DataFrame, *, eager: bool = True) -> DataFrame:
+    """``df`` as a local checkpoint (its rows kept by the executors, in memory, then on disk): what reads it
+    is planned over those rows. ``eager``: computed now, in a job of its own; else by the first job that
+    reads it. :func:`release` drops them."""
     from pyspark import StorageLevel
 
-    return df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+    return df.localCheckpoint(eager=eager, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
 
 def release(df: DataFrame) -> None:
@@ -82,20 +84,38 @@ def local_frame(spark: Any, rows: list[tuple[Any, ...]], ddl: str) -> DataFrame:
     return frame
 
 
-def driver_rows(F: Any, control: DataFrame) -> list[Any]:
+def driver_query(F: Any, control: DataFrame) -> DataFrame:
     """The few control rows the driver decides on — transaction markers, topic policies, log starts and
-    drain ends — in one collect, ordered by ``(run_id, index)``; the index is column ``i`` (a Row's
-    ``index`` is the tuple method)."""
-    return (
-        control.where(F.col("kind").isin("txn", "topic_policy", "log_start", "drain_end"))
-        .select(
-            "run_id", F.col("index").alias("i"), "kind", "ts", "mono", "process", "transactional_id",
-            "action", "outcome", "error", "topic", "partition", "offset", "low_offset", "cleanup_policy",
-            "retention_ms", "retention_bytes", "delete_retention_ms",
-        )
-        .orderBy("run_id", "index")
-        .collect()
+    drain ends; the index is column ``i`` (a Row's ``index`` is the tuple method). :func:`driver_rows`
+    orders them once collected."""
+    return control.where(F.col("kind").isin("txn", "topic_policy", "log_start", "drain_end")).select(
+        "run_id", F.col("index").alias("i"), "kind", "ts", "mono", "process", "transactional_id",
+        "action", "outcome", "error", "topic", "partition", "offset", "low_offset", "cleanup_policy",
+        "retention_ms", "retention_bytes", "delete_retention_ms",
     )  # fmt: skip
+
+
+def driver_rows(rows: list[Any]) -> list[Any]:
+    """The collected rows of :func:`driver_query`, ordered by ``(run_id, index)``."""
+    return sorted(rows, key=lambda r: (r.run_id, r.i))
+
+
+def collected(queries: dict[str, DataFrame]) -> dict[str, list[Any]]:
+    """The rows of each of several small ``queries`` (name -> frame), in one ``collect`` of their union:
+    one Spark action instead of one each. A row holds every query's columns (null where not its own)."""
+    if not queries:
+        return {}
+    from pyspark.sql import functions as F
+
+    union = None
+    for name, query in queries.items():
+        part = query.withColumn("collected_part", F.lit(name))
+        union = part if union is None else union.unionByName(part, allowMissingColumns=True)
+    assert union is not None
+    found: dict[str, list[Any]] = {name: [] for name in queries}
+    for row in union.collect():
+        found[row.collected_part].append(row)
+    return found
 
 
 def broadcast_if_few(F: Any, df: DataFrame, rows: int) -> DataFrame:

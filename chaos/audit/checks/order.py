@@ -90,6 +90,7 @@ def poll_order(
     hold: Callable[[DataFrame], DataFrame],
     *,
     spans: bool = True,
+    probe: bool = True,
 ) -> DataFrame:
     """``poll_skip`` and ``nonmonotonic_poll`` instances (docs/audit.md, "Order checks"). ``spans``: some
     attempt has a ``begin`` (without one no delivery is rolled back, and they are not looked for).
@@ -100,12 +101,13 @@ def poll_order(
     is more than one offset below is a candidate skip. These few rows are materialised and counted. Only if
     there are candidates, the log at the group's isolation level — of the partitions that hold one — is
     sorted with each candidate's two ends: the running count of distinct visible offsets at its ends says
-    whether a visible record lies strictly between them."""
+    whether a visible record lies strictly between them. ``probe``: count the rolled-back deliveries and
+    the candidates (an action each) to skip what finds nothing; else every step runs (on no rows, none)."""
     rolled_back = per_value.where(F.col("rb_index").isNotNull()).select(
         "run_id", F.col("rb_index").alias("index")
     )
-    n_rolled_back = rolled_back.count() if spans else 0
-    if n_rolled_back:
+    n_rolled_back = rolled_back.count() if spans and probe else 0
+    if n_rolled_back or (spans and not probe):
         deliveries = deliveries.join(
             broadcast_if_few(F, rolled_back, n_rolled_back), ["run_id", "index"], "left_anti"
         )
@@ -134,7 +136,7 @@ def poll_order(
     example = ("run_id", "value_id", "topic", "partition", "offset", "ts")
     back = judged.where(F.col("back")).select(F.lit("nonmonotonic_poll").alias("anomaly"), *example)
     gaps = judged.where(~F.col("back"))
-    if gaps.count() == 0:
+    if probe and gaps.count() == 0:
         return back
     where = ["run_id", "topic", "partition"]
     # a candidate's ends: its previous offset after the log records there (count <= a), its own before

@@ -71,6 +71,7 @@ def per_value(
     *,
     fast_path: bool = True,
     commits: dict[tuple[str, int], float] | None = None,
+    probe: bool = True,
 ) -> tuple[DataFrame, list[DataFrame]]:
     """Step 1 (see the module doc): the rows the per-value pass emits, about one per value.
 
@@ -85,7 +86,9 @@ def per_value(
     ``fast_path``: values whose events are those of one clean send (:func:`_clean_values`) skip the sort;
     only the rows of the others go through :func:`_traced` — none at all when every value is clean. Both
     give a clean value the same single row. Returns the rows and the frames held (through ``hold``)
-    to build them, which can go once the rows are materialised.
+    to build them, which can go once the rows are materialised. ``probe``: count the values that are not
+    clean (an action) to skip the sort when there are none and to choose the join; else the others always
+    go through the sort (none: no rows) and their keys are broadcast.
     """
     rows = _value_rows(F, h, control, log, attempts)
     scratch: list[DataFrame] = []
@@ -95,12 +98,12 @@ def per_value(
     strings = hold(_strings(F, h, log))
     summary = hold(_value_summary(F, rows, strings))
     scratch += [strings, summary]
-    clean = _clean_values(F, summary, strings)
+    clean = _clean_values(F, summary, strings, probe=probe)
     other = summary.where(~F.col("clean")).select(
         F.col("run_id").alias("o_run"), F.col("value_id").alias("o_id")
     )
-    n_other = other.count()
-    if n_other == 0:
+    n_other = other.count() if probe else 0
+    if probe and n_other == 0:
         return clean, scratch
     others = rows.join(
         broadcast_if_few(F, other, n_other),
@@ -284,12 +287,12 @@ def _string_hash(F: Any, s: Any) -> Any:
     return F.xxhash64(s)
 
 
-def _clean_values(F: Any, summary: DataFrame, strings: DataFrame) -> DataFrame:
+def _clean_values(F: Any, summary: DataFrame, strings: DataFrame, *, probe: bool = True) -> DataFrame:
     """The one row :func:`_traced` emits for a clean value, built from its summary, whose invoke's topic,
     producer and key are looked up by hash in ``strings`` (:func:`_strings`; few: broadcast, unless a
     workload's keys are many): counts 1/1/0/1/1, the ack as observed position, chain link and readable
     record (made in no transaction: readable at its ack), and the end-to-end latency from the ack to the
-    one delivery."""
+    one delivery. ``probe``: count the keys (an action) to choose the join; else they are broadcast."""
 
     def lookup(f: str, hash_column: str, column: str) -> DataFrame:
         return strings.where(F.col("f") == f).select(
@@ -301,7 +304,7 @@ def _clean_values(F: Any, summary: DataFrame, strings: DataFrame) -> DataFrame:
         summary.where(F.col("clean"))
         .join(F.broadcast(lookup("t", "th", "topic")), ["run_id", "th"], "left")
         .join(F.broadcast(lookup("p", "ph", "producer")), ["run_id", "ph"], "left")
-        .join(broadcast_if_few(F, keys, keys.count()), ["run_id", "kh"], "left")
+        .join(broadcast_if_few(F, keys, keys.count() if probe else 0), ["run_id", "kh"], "left")
     )
     return clean.select(
         "run_id", "value_id",
