@@ -341,6 +341,8 @@ def test_an_unwritable_disk_makes_the_broker_log_the_storage_error(kafka_cluster
     topic = f"eio-{uuid.uuid4().hex[:6]}"
     cluster.create_topic(topic, partitions=1, replication_factor=3, config={"min.insync.replicas": "2"})
     bootstrap = cluster.bootstrap_servers
+    produce_acked(bootstrap, topic, 1)  # its ISR full and its leader writing: the fault meets a write
+    cluster.wait_healthy(60)
     leader = resolve(cluster, LeaderOf(topic, 0))
     log = FaultLog()
     error = DiskError(cluster, leader, error="unwritable", log=log)
@@ -356,4 +358,4 @@ def test_an_unwritable_disk_makes_the_broker_log_the_storage_error(kafka_cluster
     assert record.effect.observed, record.effect.evidence
     assert error.restarted
     assert cluster.broker(leader).status() == "running"
-    assert len(read_values(bootstrap, topic)) == 50
+    assert len(read_values(bootstrap, topic)) == 51
