@@ -40,7 +40,7 @@ func (l *layer) handle(req request) reply {
 			return reply{Error: "the layer already lost power"}
 		}
 		dropped, err := l.powerLoss()
-		stats := l.stats()
+		stats := l.stats(false) // what the walk cut is in dropped
 		r := reply{OK: err == nil, Stats: &stats, Dropped: &dropped, Settings: l.current()}
 		if err != nil {
 			r.Error = err.Error()
@@ -49,7 +49,7 @@ func (l *layer) handle(req request) reply {
 	default:
 		return reply{Error: fmt.Sprintf("unknown op %q: stats, set or powerloss", req.Op)}
 	}
-	stats := l.stats()
+	stats := l.stats(req.Op == "stats")
 	return reply{OK: true, Stats: &stats, Settings: l.current()}
 }
 

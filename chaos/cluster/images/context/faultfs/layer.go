@@ -156,11 +156,15 @@ func (l *layer) shrunk(ino uint64, size int64) {
 	l.mu.Unlock()
 }
 
-func (l *layer) stats() Stats {
+// stats gives the counts; the unsynced bytes only when asked (a walk of the whole backing directory).
+func (l *layer) stats(unsyncedToo bool) Stats {
 	l.mu.Lock()
 	tracked := len(l.durable)
 	l.mu.Unlock()
-	unsynced, _ := l.walk(false)
+	var unsynced Dropped
+	if unsyncedToo {
+		unsynced, _ = l.walk(false)
+	}
 	return Stats{
 		Writes: l.writes.Load(), WriteBytes: l.writeBytes.Load(), Fsyncs: l.fsyncs.Load(),
 		Reads: l.reads.Load(), Delayed: l.delayed.Load(), DelayS: float64(l.delayNs.Load()) / 1e9,
