@@ -4,6 +4,7 @@ teardown, and at the session's end the interrupted test's page, the leak check a
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Generator
 from typing import TYPE_CHECKING
@@ -61,8 +62,16 @@ class _InterruptWatch:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
 
-    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Generator[None]:
         self.config.stash[INTERRUPTED] = True
+        try:
+            yield
+        except SystemError as error:
+            # CPython 3.11 before 3.11.8 shares the AST builder's depth counter between threads
+            # (gh-106905): the terminal's rendering of the interrupted frame's source can fail while
+            # another thread parses. The session is still interrupted (exit 2), not crashed (exit 1).
+            sys.stderr.write(f"{excinfo.typename}: {excinfo.value} (its traceback not rendered: {error})\n")
 
 
 def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:

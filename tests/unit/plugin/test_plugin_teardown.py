@@ -241,3 +241,20 @@ def test_the_cluster_is_healed_even_when_capturing_logs_fails(
         result.stdout.fnmatch_lines(
             ["chaos: broker logs of test_inner.py::test_inner not captured: *No space left on device*"]
         )
+
+
+RENDER_FAILS = """
+def pytest_keyboard_interrupt(excinfo):
+    raise SystemError("AST constructor recursion depth mismatch (before=78, after=54)")
+"""
+
+
+def test_sigterm_stays_exit_2_when_the_traceback_cannot_be_rendered(pytester: pytest.Pytester) -> None:
+    """CPython 3.11.7's AST builder can fail under threads while pytest renders the interrupted frame."""
+    pytester.makeconftest(RENDER_FAILS)
+    pytester.makepyfile(test_inner=SIGTERMED)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert (pytester.path / "healed").exists()
+    assert (pytester.path / "session-teardown").exists()
+    result.stderr.fnmatch_lines(["KeyboardInterrupt: signal SIGTERM (its traceback not rendered: AST*"])
