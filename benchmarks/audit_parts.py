@@ -103,7 +103,7 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
     from pyspark.sql import functions as F
 
     import chaos.audit.sparkjob as job
-    from chaos.audit.checks import availability, consumer, frames, order, removals, transactions, values
+    from chaos.audit.checks import availability, consumer_side, frames, order, removals, transactions, values
     from chaos.audit.facts import DEFAULT_OPTIONS
     from chaos.audit.sizing import sized
     from chaos.audit.spark import spark_session
@@ -136,9 +136,9 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
         )
         per_value = timed("per value", lambda: hold(per_value))
         windows = hold(availability.windows_frame(spark, availability.fault_query(F, control).collect()))
-        bounds = timed(
+        bounds, owners = timed(
             "fault windows, group bounds",
-            lambda: consumer.group_bounds(consumer.bounds_query(F, control, deliveries).collect()),
+            lambda: consumer_side.group_bounds(consumer_side.bounds_query(F, control, deliveries).collect()),
         )
         runs = timed(
             "runs and their send bounds",
@@ -160,16 +160,28 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
             timed(label, part.collect)
         for label, part in zip(
             ("consumer walk", "lag series"),
-            consumer.consumer_parts(F, Window, deliveries, per_value, bounds),
+            consumer_side.consumer_parts(F, Window, deliveries, per_value, bounds, owners),
             strict=True,
         ):
             timed(label, part.collect)
         policies = removals.log_policies(driver_rows)
         instances = timed(
-            "anomaly instances", lambda: job._instances(F, Window, h, per_value, polls, hold, policies)
+            "anomaly instances",
+            lambda: job._instances(F, Window, h, per_value, polls, hold, policies, deliveries),
         )
         union = job._parts(
-            F, Window, control, acks, deliveries, per_value, windows, bounds, runs, DEFAULT_OPTIONS, instances
+            F,
+            Window,
+            control,
+            acks,
+            deliveries,
+            per_value,
+            windows,
+            bounds,
+            owners,
+            runs,
+            DEFAULT_OPTIONS,
+            instances,
         )
         timed("every part (union), one collect", union.collect)
     print(f"{time.monotonic() - started:8.1f} s  in all")

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(args.rounds):
         for capture in (True, False):
-            pyspark_errors._enable_debugging_cache = capture
+            pyspark_errors._enable_debugging_cache = capture  # type: ignore[assignment]  # a private switch
             for run in args.runs:
                 before, started = sent(), time.monotonic()
                 facts = audit_facts(run, engine="spark", master=args.master)
@@ -72,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
                 seconds[capture].append(took)
                 print(f"call sites {'on ' if capture else 'off'} {run.name}: {took:6.1f} s, "
                       f"{sent() - before:,} py4j commands", flush=True)  # fmt: skip
-    for capture, took in seconds.items():
-        print(f"# call sites {'on' if capture else 'off'}: {sum(took):.1f} s in {len(took)} audits "
-              f"({min(took):.1f}-{max(took):.1f} s each)")  # fmt: skip
+    for capture, each in seconds.items():
+        print(f"# call sites {'on' if capture else 'off'}: {sum(each):.1f} s in {len(each)} audits "
+              f"({min(each):.1f}-{max(each):.1f} s each)")  # fmt: skip
     return 0
 
 

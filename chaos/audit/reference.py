@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from chaos.audit.checks import availability, consumer, order, removals, values
+from chaos.audit.checks import availability, consumer_side, order, removals, values
 from chaos.audit.checks.transactions import RC, transaction_view
 from chaos.audit.facts import (
     ANOMALIES,
@@ -194,9 +194,9 @@ def reference_audit(
         expired=expired,
         compacted=compacted,
     )
-    first_delivery = consumer.first_deliveries(deliveries)
+    first_delivery = consumer_side.first_deliveries(deliveries)
     e2e = availability.e2e_samples(txn.available, first_delivery)
-    consumption = consumer.group_consumption(
+    consumption = consumer_side.group_consumption(
         txn.available, deliveries, leaves, max(group_monos, default=None), e2e, first_delivery
     )
     available = availability.run_availability(history, faults, e2e, consumption)

@@ -33,9 +33,9 @@ job's shape: 3 actions). No Python UDFs:
 3. **Availability** (:mod:`chaos.audit.checks.availability`) reads the acks (scanned once and kept in
    memory, as are the history's few control events: rebalances, faults, drain ends, transaction markers):
    the longest outage, the fault windows and the latency percentiles.
-4. **Consumer side** (:mod:`chaos.audit.checks.consumer`; docs/audit.md, "Consumer side") reads each send's
-   readable record from the per-value rows and the deliveries (scanned once, kept in memory): stalls,
-   owner changes, the lag series; handovers are paired on the driver.
+4. **Consumer side** (:mod:`chaos.audit.checks.consumer_side`; docs/audit.md, "Consumer side") reads each
+   send's readable record from the per-value rows and the deliveries (scanned once, kept in memory):
+   stalls, owner changes, the lag series; handovers are paired on the driver.
 
 Every frame that several parts read (the history's control events, acks and deliveries, the value
 summary, the per-value rows, the instances, the fault windows) is a *local checkpoint*
@@ -60,7 +60,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
-from chaos.audit.checks import availability, consumer, frames, order, removals, transactions, values
+from chaos.audit.checks import availability, consumer_side, frames, order, removals, transactions, values
 from chaos.audit.facts import (
     ANOMALIES,
     DEFAULT_OPTIONS,
@@ -181,9 +181,9 @@ def spark_audit(
                 {
                     "driver": frames.driver_query(F, control),
                     "fault": availability.fault_query(F, control),
-                    "bounds": consumer.bounds_query(F, control, deliveries),
+                    "bounds": consumer_side.bounds_query(F, control, deliveries),
                     "run": availability.run_ends_query(F, h),
-                    "leave": consumer.leaves_query(F, control),
+                    "leave": consumer_side.leaves_query(F, control),
                 }
             )
             driver_rows = frames.driver_rows(found["driver"])
@@ -207,7 +207,7 @@ def spark_audit(
                 for df in scratch:
                     frames.release(df)
             windows = hold(availability.windows_frame(spark, found["fault"]))  # small; read by three parts
-            bounds, owners = consumer.group_bounds(found["bounds"])
+            bounds, owners = consumer_side.group_bounds(found["bounds"])
             runs = availability.run_ends(found["run"])
             by_part: dict[str, list[Any]] = defaultdict(list)
             spans = any(a.begin is not None for of_run in attempts.values() for a in of_run)
@@ -232,7 +232,7 @@ def spark_audit(
             )
             for row in parts.collect():
                 by_part[row.part].append(row)
-            leaves = consumer.leaves(found["leave"])
+            leaves = consumer_side.leaves(found["leave"])
         finally:
             for df in held:
                 frames.release(df)
@@ -305,14 +305,14 @@ def _parts(
     per_value: DataFrame,
     windows: DataFrame,
     bounds: dict[str, tuple[float, float]],
-    owners: consumer.Owners,
+    owners: consumer_side.Owners,
     runs: dict[str, tuple[float | None, float | None]],
     options: AuditOptions,
     instances: DataFrame,
 ) -> DataFrame:
     """The union of every small per-run part the driver collects (column ``part`` names each);
     ``instances``: every anomaly instance (:func:`_instances`); ``bounds``, ``owners``:
-    :func:`~chaos.audit.checks.consumer.group_bounds`; ``runs``:
+    :func:`~chaos.audit.checks.consumer_side.group_bounds`; ``runs``:
     :func:`~chaos.audit.checks.availability.run_ends`."""
     kind = F.col("kind")
     per_anomaly = Window.partitionBy("run_id", "anomaly")
@@ -359,7 +359,7 @@ def _parts(
         .agg(F.max_by("outcome", "index").alias("end_outcome"), F.max_by("error", "index").alias("end_error"))
         .withColumn("part", F.lit("end")),
         *availability.availability_parts(F, Window, acks, deliveries, per_value, windows, runs),
-        *consumer.consumer_parts(F, Window, deliveries, per_value, bounds, owners),
+        *consumer_side.consumer_parts(F, Window, deliveries, per_value, bounds, owners),
     ]
     union = parts[0]
     for part in parts[1:]:
@@ -402,7 +402,7 @@ def _facts(
     *,
     log_missing: bool,
     bounds: dict[str, tuple[float, float]],
-    owners: consumer.Owners,
+    owners: consumer_side.Owners,
     leaves: dict[tuple[str, str, int], list[Mark]],
     policies: dict[str, LogPolicies],
 ) -> dict[str, AuditFacts]:
@@ -442,7 +442,7 @@ def _facts(
                 f"drain incomplete: {e.end_topic}[{e.end_partition}] {e.end_isolation} ({e.end_error})"
             )
     available = availability.availability_of(
-        by_part, consumer.consumption_of(by_part, bounds, owners, leaves)
+        by_part, consumer_side.consumption_of(by_part, bounds, owners, leaves)
     )
     result: dict[str, AuditFacts] = {}
     for run in runs:

@@ -241,7 +241,7 @@ def availability_of(
     by_part: dict[str, list[Any]], consumption: dict[str, Consumption]
 ) -> dict[str, Availability]:
     """Each run's availability from the collected parts (``outage``, ``window``, ``stat``, ``resume``) and
-    its ``consumption`` (:func:`chaos.audit.checks.consumer.consumption_of`)."""
+    its ``consumption`` (:func:`chaos.audit.checks.consumer_side.consumption_of`)."""
     stats: dict[tuple[str, int, str], dict[str, Any]] = defaultdict(dict)
     for r in by_part["stat"]:
         entry = stats[(r.run_id, r.wid, r.phase)]

@@ -14,7 +14,7 @@ strings), then by source and position; two window passes over each value give ev
 and the value's summary (first invoke and outcome, transaction status, deliveries, distinct log positions);
 each row then emits only what it adds — the value's counts and per-value anomaly instances on its first
 row, an observed position, a reorder-chain link (:mod:`chaos.audit.checks.order`), a readable record
-(:mod:`chaos.audit.checks.consumer`). Both paths give a clean value the same single row. Transactions
+(:mod:`chaos.audit.checks.consumer_side`). Both paths give a clean value the same single row. Transactions
 (:mod:`chaos.audit.checks.transactions`): the general path pairs each invoke with its outcome and looks its
 ack position up in the value's log reads; what the log shows of each attempt joins back before the statuses
 and aborted reads are decided (:func:`_emitted`, same sort). The inconsistent offsets
