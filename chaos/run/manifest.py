@@ -31,6 +31,8 @@ SymptomKind = Literal["error_code", "client_log", "broker_log"]
 SYMPTOM_KINDS: Final[tuple[str, ...]] = get_args(SymptomKind)
 OUTCOMES: Final[tuple[str, ...]] = ("passed", "failed", "error", "skipped")
 """The pytest outcome of the test that ran the scenario."""
+TIMINGS: Final[tuple[str, ...]] = ("history_s", "audit_s")
+"""The stages whose wall seconds ``scenario.json`` records (:attr:`ScenarioInfo.timings`)."""
 ClientRole = Literal["producer", "member", "transform_producer", "transform_consumer"]
 CLIENT_ROLES: Final[tuple[str, ...]] = get_args(ClientRole)
 """A client's part in the run: a producer worker, a consumer-group member, or one of the two clients of a
@@ -48,6 +50,10 @@ def _opt_str(value: object) -> bool:
 
 def _opt_time(value: object) -> bool:
     return value is None or (type(value) in (int, float) and math.isfinite(value))  # type: ignore[arg-type]
+
+
+def _seconds(value: object) -> bool:
+    return value is not None and _opt_time(value) and value >= 0  # type: ignore[operator]
 
 
 def _settings(owner: object, name: str, value: object) -> Settings:
@@ -341,6 +347,10 @@ class ScenarioInfo:
     ended_ts: float | None = None
     outcome: str | None = None
     error: str | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+    """Wall seconds a finished run's stages took, by name (:data:`TIMINGS`): ``history_s`` from the
+    history's opening to its closing (the workload, the faults and the final drain), ``audit_s`` the audit
+    (with the engine the audit names). Empty: not recorded (the run did not finish)."""
 
     def __post_init__(self) -> None:
         _need(
@@ -425,6 +435,15 @@ class ScenarioInfo:
         for attr in ("started_ts", "ended_ts"):
             _need(_opt_time(getattr(self, attr)), self, attr, "epoch seconds or null", getattr(self, attr))
         _need(
+            isinstance(self.timings, Mapping)
+            and all(k in TIMINGS and _seconds(v) for k, v in self.timings.items()),
+            self,
+            "timings",
+            f"seconds (a number >= 0) by stage, of {', '.join(TIMINGS)}",
+            self.timings,
+        )
+        object.__setattr__(self, "timings", MappingProxyType(dict(self.timings)))
+        _need(
             self.outcome is None or self.outcome in OUTCOMES,
             self,
             "outcome",
@@ -465,6 +484,7 @@ class ScenarioInfo:
             "ended_ts": self.ended_ts,
             "outcome": self.outcome,
             "error": self.error,
+            "timings": dict(self.timings),
         }
 
     def to_json(self) -> str:

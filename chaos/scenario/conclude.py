@@ -6,6 +6,7 @@ isolation level the audit takes from it (:func:`group_isolation`)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -75,6 +76,7 @@ def conclude(
         if engine == "spark" and not _expires_soon(events, context.topic)
         else None
     )
+    audit_started = time.monotonic()
     audit = audit_run(
         run_dir,
         guarantee=str(variant.guarantee),
@@ -93,6 +95,7 @@ def conclude(
         drained=tuple(drained),
         expected_verdict=variant.expected_verdict,
         checks=EvidenceLog(strict_symptoms),
+        audit_s=time.monotonic() - audit_started,
     )
     result.check_declared(symptoms)
     result.record_client_failures()

@@ -36,6 +36,8 @@ class ScenarioResult:
     drained: tuple[DrainSummary, ...]
     expected_verdict: str | None = None
     checks: EvidenceLog = field(default_factory=EvidenceLog)
+    audit_s: float | None = None
+    """Wall seconds the audit took."""
 
     @property
     def verdict(self) -> str:

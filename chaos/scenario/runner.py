@@ -304,6 +304,7 @@ class ScenarioRun:
             self.wait_converged()
         drained = drain(self.context, timeout_s=drain_timeout_s, isolations=isolations)
         self._close_history()
+        history_s = time.monotonic() - self.started
         self.engine = engine or self.engine
         symptoms = self.scenario.symptoms(self.variant)
         result = conclude(
@@ -326,7 +327,10 @@ class ScenarioRun:
                     record.effect.evidence,
                 )
         self._finished = True
-        self._update(ended_ts=time.time(), outcome=None, error=None)
+        timings = {"history_s": round(history_s, 3)}
+        if result.audit_s is not None:
+            timings["audit_s"] = round(result.audit_s, 3)
+        self._update(ended_ts=time.time(), outcome=None, error=None, timings=timings)
         print(f"\n{self.variant.name}: {result.summary()}")
         self.result = result
         return result

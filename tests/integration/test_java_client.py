@@ -54,6 +54,9 @@ def test_a_java_producer_through_a_leader_crash_is_audited_like_librdkafkas(
     assert result.audit.facts.totals.acked == stats.ok
     info = read_scenario(run.dir)
     assert info is not None
+    assert result.audit_s is not None
+    assert info.timings == {"history_s": info.timings["history_s"], "audit_s": round(result.audit_s, 3)}
+    assert info.timings["history_s"] > 5.0  # the plan alone is 10 s long
     (java,) = [c for c in info.clients if c.process == "producer-0"]
     assert java.profile == "idempotent (Java client)"
     assert java.settings["delivery.timeout.ms"] == "60000"

@@ -300,3 +300,34 @@ def test_yardstick_agrees_with_reference_on_generated_runs(tmp_path_factory: Any
     pq.write_table(log_table(case.log, "run"), run_dir / "log.parquet")
     facts = reference_audit(case.events, case.log, case.options or DEFAULT_OPTIONS)
     assert yardstick(run_dir)["figures"] == figures_from_facts(json.loads(json.dumps(asdict(facts))))
+
+
+def test_run_costs_reads_each_runs_timings_and_keeps_the_first_audit_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import run_costs
+    from chaos.run.manifest import read_scenario, write_scenario
+    from tests.report_sample import SAMPLE_T0, write_sample_run
+
+    for name, t0, history_s, audit_s in (
+        ("b", SAMPLE_T0 + 100, 40.0, 2.0),
+        ("a", SAMPLE_T0, 20.0, 12.0),  # started first: the cold audit
+        ("c", SAMPLE_T0 + 200, 10.0, 3.0),
+    ):
+        run_dir = write_sample_run(tmp_path / "tests" / name / "run", seconds=2, t0=t0)
+        info = read_scenario(run_dir)
+        assert info is not None
+        timings = {"history_s": history_s, "audit_s": audit_s}
+        write_scenario(run_dir, dataclasses.replace(info, timings=timings))
+    write_sample_run(tmp_path / "tests" / "unfinished" / "run", seconds=2, crashed=True)
+
+    costs = run_costs.run_costs(tmp_path)
+    assert [c.run.split("/")[1] for c in costs] == ["a", "b", "c"]
+    totals = run_costs.summary(costs)
+    assert totals["first_audit_s"] == 12.0
+    assert totals["median_warm_audit_s"] == 2.5
+    assert totals["median_warm_ratio"] == pytest.approx((0.05 + 0.3) / 2)
+    assert totals["max_warm_ratio"] == pytest.approx(0.3)
+    assert run_costs.main([str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["runs"] == 3
+    assert run_costs.main([str(tmp_path), "--engine", "no-such-engine"]) == 2

@@ -52,6 +52,7 @@ def full_info() -> ScenarioInfo:
         started_ts=SAMPLE_T0,
         ended_ts=SAMPLE_T0 + 10,
         outcome="passed",
+        timings={"history_s": 8.5, "audit_s": 1.25},
     )
 
 
@@ -99,6 +100,9 @@ def test_minimal_scenario_json_needs_only_an_id(tmp_path: Path) -> None:
         ),
         ({"scenario_id": "s", "topic": {"name": "t", "partitions": 0}}, "TopicInfo.partitions"),
         ({"scenario_id": "s", "started_ts": "yesterday"}, "ScenarioInfo.started_ts: expected epoch seconds"),
+        ({"scenario_id": "s", "timings": {"drain_s": 1.0}}, "ScenarioInfo.timings: expected seconds"),
+        ({"scenario_id": "s", "timings": {"audit_s": -1.0}}, "ScenarioInfo.timings: expected seconds"),
+        ({"scenario_id": "s", "timings": {"audit_s": "2"}}, "ScenarioInfo.timings: expected seconds"),
     ],
 )
 def test_invalid_scenario_json_names_the_field(tmp_path: Path, data: dict[str, object], message: str) -> None:
