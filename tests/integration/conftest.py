@@ -6,6 +6,10 @@ and Spark audits real runs in the catalog's scenarios (``make chaos``; in ``make
 run) and on a standalone Spark cluster (test_spark_standalone.py). A Spark audit costs ≈ 12–30 s per small
 run on a 2-core machine (docs/audit.md, "Per-run cost"); these ~25 runs would add ≈ 8 min to ``make test``.
 A test here may still ask for Spark: ``scenario_run(SCENARIO, variant, engine="spark")``.
+
+A test marked ``own_cluster`` starts a cluster of its own (or a ``chaos gate`` / pytest process that does):
+those run first, in their collected order, before any test starts the session's cluster, so two clusters
+never share the machine's cores.
 """
 
 from __future__ import annotations
@@ -21,6 +25,12 @@ if TYPE_CHECKING:
     from chaos.scenario import Scenario, ScenarioRun
 
 INTEGRATION_ENGINE: Engine = "reference"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    own = [item for item in items if item.get_closest_marker("own_cluster") is not None]
+    if own:
+        items[:] = own + [item for item in items if item.get_closest_marker("own_cluster") is None]
 
 
 @pytest.fixture

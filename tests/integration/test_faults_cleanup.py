@@ -54,6 +54,7 @@ def test_next_test_finds_everything_healed(kafka_cluster):
 """
 
 
+@pytest.mark.own_cluster
 def test_failing_test_leaves_no_fault_and_no_container(pytester: pytest.Pytester) -> None:
     from chaos.cluster.engine import LABEL, docker_client, labelled_containers
 

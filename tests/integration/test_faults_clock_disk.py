@@ -32,7 +32,7 @@ from chaos.faults.targets import LeaderOf, resolve
 if TYPE_CHECKING:
     from chaos.cluster.images import ImageSet
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_cluster]
 
 JUMP_S = 120.0
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}

@@ -201,10 +201,11 @@ def reported_coordinator(bootstrap: str, group: str, timeout_s: float = 15.0) ->
 # ---------------------------------------------------------------- a 5-broker cluster (its own, first)
 
 
+@pytest.mark.own_cluster
 def test_five_broker_cluster_starts(
     chaos_images: ImageSet, chaos_cluster_config: ClusterConfig, run_dir: Path
 ) -> None:
-    """Runs first in this file, before the session cluster exists, so the two do not share the CPUs."""
+    """Runs before the session cluster exists (``own_cluster``), so the two do not share the CPUs."""
     config = ClusterConfig(brokers=5, profile=chaos_cluster_config.profile)
     cluster = KafkaCluster(chaos_images, config, run_dir=run_dir / "cluster")
     try:

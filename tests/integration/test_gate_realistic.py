@@ -28,7 +28,7 @@ from typing import Final
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_cluster]
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 GATE: Final = ROOT / "examples" / "gate-realistic.toml"

@@ -30,7 +30,7 @@ import pytest
 from chaos.paths import cache_dir
 from tests.writing_doc import smallest_scenario
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_cluster]
 
 REPO: Final = Path(__file__).resolve().parents[2]
 SOURCES: Final = ("pyproject.toml", "README.md", "chaos", "scenarios")

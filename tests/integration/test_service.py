@@ -121,6 +121,7 @@ def run_streams(run: ScenarioRun, guarantee: str, state: Path) -> tuple[int, str
     return stats.ok, crash.record.effect.evidence
 
 
+@pytest.mark.own_cluster
 @pytest.mark.timeout(600)
 def test_the_gate_runs_a_teams_streams_service_exactly_once(tmp_path: Path) -> None:
     """``chaos gate examples/gate-service.toml``, as a team's pipeline runs it (a process of its own, its own
