@@ -169,20 +169,8 @@ def profile(run: Path, master: str, driver_memory: str) -> None:
             "anomaly instances",
             lambda: job._instances(F, Window, h, per_value, polls, hold, policies, deliveries),
         )
-        union = job._parts(
-            F,
-            Window,
-            control,
-            acks,
-            deliveries,
-            per_value,
-            windows,
-            bounds,
-            owners,
-            runs,
-            DEFAULT_OPTIONS,
-            instances,
-        )
+        frames_in = (control, acks, deliveries, per_value, windows)
+        union = job._parts(F, Window, *frames_in, bounds, owners, runs, DEFAULT_OPTIONS, instances)
         timed("every part (union), one collect", union.collect)
     print(f"{time.monotonic() - started:8.1f} s  in all")
 
