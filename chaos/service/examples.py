@@ -30,7 +30,7 @@ from chaos.errors import ImageBuildFailed, ToolMissing
 from chaos.paths import cache_dir
 from chaos.progress import step
 from chaos.run.locks import locked
-from chaos.workload.java_build import compile_java_program, java_executable
+from chaos.workload.java_build import built_once, compile_java_program, java_executable
 
 EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples" / "services"
 STREAMS_DIR: Final = EXAMPLES / "streams"
@@ -88,11 +88,7 @@ def ensure_streams_app(kafka_version: str = versions.KAFKA_VERSION) -> StreamsAp
     """The Streams example compiled against ``kafka-streams`` ``kafka_version``, built unless cached."""
     _need_examples()
     directory = streams_dir(kafka_version)
-    if (directory / ".complete").exists():
-        return StreamsApp(directory, kafka_version)
-    with locked(directory.with_name(directory.name + ".lock"), BUILD_LOCK_TIMEOUT_S, lambda holder: None):
-        if not (directory / ".complete").exists():
-            _build_streams(kafka_version, directory)
+    built_once(directory, lambda: _build_streams(kafka_version, directory))
     return StreamsApp(directory, kafka_version)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -98,12 +98,18 @@ def worker_dir(kafka_version: str) -> Path:
 def ensure_java_worker(kafka_version: str) -> JavaWorker:
     """The worker compiled against ``kafka-clients`` ``kafka_version``, built into the cache unless there."""
     directory = worker_dir(kafka_version)
+    built_once(directory, lambda: _build(kafka_version, directory))
+    return JavaWorker(directory, kafka_version)
+
+
+def built_once(directory: Path, build: Callable[[], None]) -> None:
+    """Run ``build`` unless ``directory`` holds a finished build (its ``.complete`` marker), under a lock
+    beside it, so concurrent sessions build it once."""
     if (directory / ".complete").exists():
-        return JavaWorker(directory, kafka_version)
+        return
     with locked(directory.with_name(directory.name + ".lock"), BUILD_LOCK_TIMEOUT_S, lambda holder: None):
         if not (directory / ".complete").exists():
-            _build(kafka_version, directory)
-    return JavaWorker(directory, kafka_version)
+            build()
 
 
 def _build(kafka_version: str, directory: Path) -> None:
