@@ -42,7 +42,7 @@ from chaos.run.profiles import (
     time_profile,
 )
 from chaos.run.terms import Guarantee
-from chaos.workload.clientconf import check_client_config
+from chaos.workload.clientconf import Side, check_client_config
 from chaos.workload.effective import HARNESS, Layers, client_origin, time_origin
 
 __all__ = [
@@ -120,12 +120,7 @@ def producer_layers(
             layers.put(
                 f"{HARNESS}: message.timeout.ms <= transaction.timeout.ms", {"message.timeout.ms": limit}
             )
-    layers.put(
-        owner or f"overrides of {client_id}",
-        dict(config_items("producer_config", "overrides", dict(overrides or {}))),
-    )
-    check_client_config("producer", layers.settings, f"producer {client_id} (client profile {client.name})")
-    return layers
+    return _overridden(layers, "producer", client, client_id, overrides, owner)
 
 
 def producer_config(
@@ -169,11 +164,24 @@ def consumer_layers(
     layers.put(time_origin(time.name), timeouts)
     layers.put(HARNESS, {"auto.offset.reset": "earliest", "isolation.level": "read_uncommitted"})
     layers.put(client_origin(client.name), client.consumer_settings)
+    return _overridden(layers, "consumer", client, client_id, overrides, owner)
+
+
+def _overridden(
+    layers: Layers,
+    side: Side,
+    client: ClientProfile,
+    client_id: str,
+    overrides: Mapping[str, ConfigValue] | None,
+    owner: str | None,
+) -> Layers:
+    """``layers`` with the worker's ``overrides`` on top (their origin ``owner``, default ``overrides of
+    <client_id>``), checked as librdkafka would check the result."""
     layers.put(
         owner or f"overrides of {client_id}",
-        dict(config_items("consumer_config", "overrides", dict(overrides or {}))),
+        dict(config_items(f"{side}_config", "overrides", dict(overrides or {}))),
     )
-    check_client_config("consumer", layers.settings, f"consumer {client_id} (client profile {client.name})")
+    check_client_config(side, layers.settings, f"{side} {client_id} (client profile {client.name})")
     return layers
 
 

@@ -411,7 +411,7 @@ def test_finish_records_the_clients_and_audits_at_the_groups_isolation_level(
 
     def conclude(*args: Any, **kwargs: Any) -> Any:
         asked.update(kwargs)
-        return SimpleNamespace(summary=lambda: "concluded")
+        return SimpleNamespace(summary=lambda: "concluded", audit_s=0.5)
 
     monkeypatch.setattr(runner_module, "drain", lambda *a, **k: [])
     monkeypatch.setattr(runner_module, "conclude", conclude)
@@ -431,6 +431,8 @@ def test_finish_records_the_clients_and_audits_at_the_groups_isolation_level(
     assert info.group_isolation is not None
     assert "mixed group" in info.group_isolation.reason
     assert announced(run.run_id) == ()  # taken by the run
+    assert info.timings["audit_s"] == 0.5
+    assert 0 <= info.timings["history_s"] < 60
 
 
 def test_finish_takes_explicit_audit_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -439,7 +441,9 @@ def test_finish_takes_explicit_audit_options(tmp_path: Path, monkeypatch: pytest
     asked: dict[str, Any] = {}
     monkeypatch.setattr(runner_module, "drain", lambda *a, **k: [])
     monkeypatch.setattr(
-        runner_module, "conclude", lambda *a, **k: asked.update(k) or SimpleNamespace(summary=lambda: "")
+        runner_module,
+        "conclude",
+        lambda *a, **k: asked.update(k) or SimpleNamespace(summary=lambda: "", audit_s=0.5),
     )
     explicit = AuditOptions(group_isolation="read_committed", max_examples=3)
     with ScenarioRun(SCENARIO, "team", kafka, tmp_path) as run:
