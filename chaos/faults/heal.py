@@ -25,17 +25,23 @@ def heal_all(
     restart_timeout_s: float = 90.0,
     attempts: int = HEAL_ATTEMPTS,
     backoff_s: float = RETRY_BACKOFF_S,
+    *,
+    interrupted: bool = False,
 ) -> list[str]:
     """Heal the active faults of ``log`` and every other fault still live on the cluster (whichever log
     records it), retrying failed heals up to ``attempts`` times; then reset Toxiproxy, remove iptables
     sidecars, unpause and restart brokers. Returns what it did (empty when nothing was broken).
+    ``interrupted``: the session is ending; nothing waits for a restarted broker to start
+    (:attr:`Fault.interrupted`).
 
     Never raises for one step; at the end raises a :class:`FaultError` naming every fault still not
     healed (each stays active, its record carrying the error), else the first other error — so a caller
     rebuilds the cluster rather than run on a cut one.
     """
     errors: list[BaseException] = []
-    actions, pending = heal_faults(_faults_of(cluster, log or DEFAULT_LOG), attempts, backoff_s)
+    actions, pending = heal_faults(
+        _faults_of(cluster, log or DEFAULT_LOG), attempts, backoff_s, interrupted=interrupted
+    )
     try:
         cluster.toxiproxy.reset()
         # the reset undid whatever Toxiproxy fault could not heal itself: record those healed by it
@@ -54,7 +60,7 @@ def heal_all(
                 broker.docker.unpause()
                 actions.append(f"unpaused broker {broker.node_id}")
             elif status != "running":
-                cluster.restart_broker(broker.node_id, restart_timeout_s)
+                cluster.restart_broker(broker.node_id, restart_timeout_s, wait=not interrupted)
                 actions.append(f"restarted broker {broker.node_id} (was {status})")
         except Exception as exc:
             errors.append(exc)

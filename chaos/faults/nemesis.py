@@ -49,6 +49,7 @@ class Nemesis:
         self.resolved: dict[int, tuple[int, ...]] = {}
         self.skipped: list[int] = []
         self._stop = threading.Event()
+        self._interrupted = False
         self._thread: threading.Thread | None = None
         self._active: dict[int, Fault] = {}
 
@@ -137,7 +138,7 @@ class Nemesis:
         if fault is None:
             return None
         try:
-            fault.heal()
+            fault.heal(interrupted=self._interrupted)
         except Exception as exc:
             self.errors.append(f"{where}: heal: {exc}")
             return fault
@@ -152,8 +153,11 @@ class Nemesis:
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
 
-    def stop(self, timeout_s: float = 120.0) -> None:
-        """Interrupt the plan, heal the current faults, then heal everything in the cluster."""
+    def stop(self, timeout_s: float = 120.0, *, interrupted: bool = False) -> None:
+        """Interrupt the plan, heal the current faults, then heal everything in the cluster.
+        ``interrupted``: the session is ending (Ctrl-C, SIGTERM): every heal undoes its fault without
+        waiting for the cluster to settle (:attr:`Fault.interrupted`)."""
+        self._interrupted = self._interrupted or interrupted
         self._stop.set()
         try:
             if self._thread is not None:
@@ -161,7 +165,7 @@ class Nemesis:
                 if self._thread.is_alive():
                     self.errors.append(f"nemesis thread still running after {timeout_s} s")
         finally:
-            heal_all(self.cluster, self.log)
+            heal_all(self.cluster, self.log, interrupted=self._interrupted)
 
     @property
     def running(self) -> bool:
@@ -173,4 +177,4 @@ class Nemesis:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.stop()
+        self.stop(interrupted=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))

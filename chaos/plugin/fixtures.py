@@ -138,9 +138,10 @@ def kafka_cluster(
                 cluster.capture_logs(run_dir / LOGS_DIR)
             except Exception as exc:  # the heal below must run: the next test needs an uncut cluster
                 print(f"chaos: broker logs of {request.node.nodeid} not captured: {exc!r}")
+        interrupted = request.config.stash.get(INTERRUPTED, False)
         try:
-            heal_all(cluster)
-            if not request.config.stash.get(INTERRUPTED, False):  # else the cluster is removed next
+            heal_all(cluster, interrupted=interrupted)
+            if not interrupted:  # else the cluster is removed next
                 cluster.delete_topics(sorted(cluster.topics(internal=False) - before))
                 cluster.wait_healthy(60)
         except Exception as exc:
@@ -162,7 +163,7 @@ def _did_not_pass(item: pytest.Item) -> bool:
 
 
 @pytest.fixture
-def nemesis(kafka_cluster: KafkaCluster) -> Iterator[Nemesis]:
+def nemesis(request: pytest.FixtureRequest, kafka_cluster: KafkaCluster) -> Iterator[Nemesis]:
     """A nemesis on the session cluster; stopped and everything healed when the test ends."""
     from chaos.faults.nemesis import Nemesis
 
@@ -170,7 +171,7 @@ def nemesis(kafka_cluster: KafkaCluster) -> Iterator[Nemesis]:
     try:
         yield running
     finally:
-        running.stop()
+        running.stop(interrupted=request.config.stash.get(INTERRUPTED, False))
 
 
 @pytest.fixture

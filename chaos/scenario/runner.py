@@ -342,7 +342,7 @@ class ScenarioRun:
         if self._nemesis is not None:
             nemesis, self._nemesis = self._nemesis, None
             try:
-                nemesis.stop()
+                nemesis.stop(interrupted=interrupted)
             except Exception as exc:
                 errors.append(f"nemesis heal: {exc!r}")
             errors += nemesis.errors

@@ -32,7 +32,7 @@ class OnBroker(Fault):
         OnBroker.held.append((self.target, "inject"))  # type: ignore[arg-type]
 
     def _heal(self) -> None:
-        OnBroker.held.append((self.target, "heal"))  # type: ignore[arg-type]
+        OnBroker.held.append((self.target, "heal (interrupted)" if self.interrupted else "heal"))  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> KafkaCluster:
     monkeypatch.setattr(
         chaos.faults.nemesis, "build_fault", lambda kafka, step, log: OnBroker(kafka, step.target, log=log)
     )
-    monkeypatch.setattr(chaos.faults.nemesis, "heal_all", lambda kafka, log=None: [])
+    monkeypatch.setattr(chaos.faults.nemesis, "heal_all", lambda kafka, log=None, interrupted=False: [])
     return KafkaCluster(ImageSet("kafka:x", "toxiproxy:x", "reaper:x", ()))
 
 
@@ -86,6 +86,31 @@ def test_stopping_mid_plan_heals_every_active_step(cluster: KafkaCluster) -> Non
     assert time.monotonic() - started < 5
     assert sorted(OnBroker.held) == [(1, "heal"), (1, "inject"), (2, "heal"), (2, "inject")]
     assert not nemesis.running
+
+
+def test_an_interrupted_stop_heals_without_waiting_for_the_cluster(
+    cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    swept: list[bool] = []
+
+    def heal_all(kafka: KafkaCluster, log: FaultLog | None = None, interrupted: bool = False) -> list[str]:
+        swept.append(interrupted)
+        return []
+
+    monkeypatch.setattr(chaos.faults.nemesis, "heal_all", heal_all)
+    plan = Plan(1, 3, (FaultStep(0.0, 60.0, "pause", 1),))
+
+    def interrupted_mid_fault() -> None:
+        with Nemesis(cluster).start(plan):
+            deadline = time.monotonic() + 5
+            while not OnBroker.held and time.monotonic() < deadline:
+                time.sleep(0.01)
+            raise KeyboardInterrupt  # Ctrl-C, or SIGTERM through the plugin
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted_mid_fault()
+    assert OnBroker.held == [(1, "inject"), (1, "heal (interrupted)")]
+    assert swept == [True]
 
 
 def test_a_failed_inject_is_an_error_and_the_plan_goes_on(
@@ -232,7 +257,7 @@ def test_faults_that_stop_brokers_never_hold_on_a_majority_of_the_voters(
         return kind(kafka, step.target, log=log)
 
     monkeypatch.setattr(chaos.faults.nemesis, "build_fault", build)
-    monkeypatch.setattr(chaos.faults.nemesis, "heal_all", lambda kafka, log=None: [])
+    monkeypatch.setattr(chaos.faults.nemesis, "heal_all", lambda kafka, log=None, interrupted=False: [])
     from chaos.cluster.config import ClusterConfig
 
     cluster = KafkaCluster(ImageSet("kafka:x", "toxiproxy:x", "reaper:x", ()), ClusterConfig(brokers=brokers))

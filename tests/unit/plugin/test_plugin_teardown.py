@@ -219,7 +219,11 @@ def test_the_cluster_is_healed_even_when_capturing_logs_fails(
 ) -> None:
     log = pytester.path / "teardown.log"
     cluster = FakeCluster(log)
-    monkeypatch.setattr(chaos.faults.heal, "heal_all", lambda c: cluster._note(f"heal {c.run_id}"))
+
+    def heal_all(c: FakeCluster, interrupted: bool = False) -> None:
+        cluster._note(f"heal {c.run_id}" + (" (interrupted)" if interrupted else ""))
+
+    monkeypatch.setattr(chaos.faults.heal, "heal_all", heal_all)
     monkeypatch.setattr(chaos.plugin.fixtures.ClusterHolder, "get", lambda self, needs=None: cluster)
     pytester.makeconftest(
         """
@@ -235,7 +239,9 @@ def test_the_cluster_is_healed_even_when_capturing_logs_fails(
     pytester.makepyfile(test_inner=f"def test_inner(kafka_cluster):\n    {body}\n")
     result = pytester.runpytest("--chaos-report-dir", str(pytester.path / "reports"), no_reraise_ctrlc=True)
     # interrupted: healed, but neither topics deleted nor health waited for — the cluster goes next
-    expected = ["heal fake"] if "KeyboardInterrupt" in body else ["heal fake", "delete []", "healthy"]
+    expected = (
+        ["heal fake (interrupted)"] if "KeyboardInterrupt" in body else ["heal fake", "delete []", "healthy"]
+    )
     assert log.read_text().splitlines() == (["capture", *expected] if captured else expected)
     if body == "assert False":
         result.stdout.fnmatch_lines(

@@ -298,7 +298,7 @@ def test_the_run_runs_a_seeded_plan_into_its_history_and_heals_at_its_end(
 ) -> None:
     healed_all: list[tuple[KafkaCluster, FaultLog | None]] = []
 
-    def heal_all(kafka: KafkaCluster, log: FaultLog | None = None) -> list[str]:
+    def heal_all(kafka: KafkaCluster, log: FaultLog | None = None, interrupted: bool = False) -> list[str]:
         healed_all.append((kafka, log))
         return []
 
