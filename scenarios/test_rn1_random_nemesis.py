@@ -206,6 +206,7 @@ def test_random(run: ScenarioRun) -> None:
         not unproven or result.audit.verdict == "fail",
         "; ".join(
             f"fault {r.seq} ({r.kind} on {r.target}): {r.effect.evidence if r.effect else 'not measured'}"
+            + (f" ({'; '.join(r.notes)})" if r.notes else "")
             for r in unproven
         )
         or f"all {len(held)} faults that held proven landed",

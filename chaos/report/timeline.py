@@ -199,12 +199,15 @@ def fault_spans(table: pa.Table) -> tuple[FaultSpan, ...]:
 
 
 def _effect_text(heal_params: str | None) -> str:
+    """The fault table's "landed?" cell: the heal's measured effect, else why none was measured."""
     try:
-        effect = json.loads(heal_params or "{}").get("effect")
+        params = json.loads(heal_params or "{}")
+        effect, notes = params.get("effect"), params.get("notes")
     except (ValueError, AttributeError):
         return ""
     if not isinstance(effect, dict):
-        return ""
+        notes = notes if isinstance(notes, list) else []
+        return "; ".join(n for n in notes if isinstance(n, str) and "not measured" in n)
     return f"{'landed' if effect.get('observed') else 'no effect'}: {effect.get('evidence', '')}"
 
 

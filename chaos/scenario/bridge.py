@@ -20,7 +20,8 @@ def fault_event(run_id: str, action: str, record: FaultRecord) -> FaultEvent:
     """A fault record of :mod:`chaos.faults` as a history event (``inject`` or ``heal``).
 
     ``target`` is what was hit (``broker-2``, ``broker-1,broker-3``), ``params`` the fault's parameters
-    plus the target as asked (``leader of t-0``) and, on a heal, the fault's measured ``effect``. A heal's
+    plus the target as asked (``leader of t-0``) and, on a heal, the fault's measured ``effect`` and its
+    ``notes`` (why no effect was measured, a failed heal attempt). A heal's
     ``message`` is the record's error: the inject's failure (a fault undone after its inject raised);
     ``error`` (``FaultError``) marks a heal not done.
     """
@@ -33,6 +34,8 @@ def fault_event(run_id: str, action: str, record: FaultRecord) -> FaultEvent:
             "evidence": record.effect.evidence,
             "required": record.effect.required,
         }
+    if action == "heal" and record.notes:  # why an effect was not measured, a failed attempt, what it left
+        params["notes"] = list(record.notes)
     target = event_target(record)
     # Listeners hear successful heals only, so a heal event's record has ``healed_at``; an error on it is the
     # inject's failure (the fault was undone all the same): evidence in ``message``, not a failed heal.

@@ -5,6 +5,7 @@ refused before anything is recorded as active."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -96,6 +97,11 @@ def test_a_client_gone_before_the_heal_is_healed_with_a_note(sleeper: Sleeper) -
     assert record.healed_at is not None
     assert record.notes == ("client producer-0 had exited: nothing to thaw",)
     assert record.effect is None  # nothing left to read: no claim either way
+    # the history's heal event says why (the report's fault table shows it), the inject's does not yet
+    heal = json.loads(fault_event("r", "heal", record).params)
+    assert heal["notes"] == ["client producer-0 had exited: nothing to thaw"]
+    assert "effect" not in heal
+    assert "notes" not in json.loads(fault_event("r", "inject", record).params)
 
 
 def test_a_client_thawed_behind_the_faults_back_did_not_hold(sleeper: Sleeper) -> None:

@@ -248,11 +248,17 @@ def test_a_faults_measured_effect_reaches_its_timeline_row(tmp_path: Path) -> No
 
     idle = Effect(False, "no byte entered its links while it held (ext1-1 upstream: 0 B)")
     landed = Effect(True, "512 bytes entered its links while it held (ext-2 downstream: 512 B)")
+    unmeasured = ("effect not measured: the meter's sidecar is gone", "chain CHAOS-CUT-1 removed")
     with Recorder(tmp_path, "r") as history:
-        for seq, effect in ((1, idle), (2, landed), (3, None)):
+        for seq, effect, notes in ((1, idle, ()), (2, landed, ()), (3, None, ()), (4, None, unmeasured)):
             injected = record(seq)
             history.record(fault_event("r", "inject", injected))
-            healed = replace(injected, healed_at=SAMPLE_T0 + seq + 4, effect=effect)
+            healed = replace(injected, healed_at=SAMPLE_T0 + seq + 4, effect=effect, notes=notes)
             history.record(fault_event("r", "heal", healed))
     spans = fault_spans(load_history(tmp_path).table)
-    assert [s.effect for s in spans] == [f"no effect: {idle.evidence}", f"landed: {landed.evidence}", ""]
+    assert [s.effect for s in spans] == [
+        f"no effect: {idle.evidence}",
+        f"landed: {landed.evidence}",
+        "",
+        "effect not measured: the meter's sidecar is gone",
+    ]
