@@ -221,6 +221,15 @@ def start_in_background(master: str) -> None:
     _starting.start()
 
 
+def await_background_start(timeout_s: float = 300.0) -> None:
+    """Wait (at most ``timeout_s``) until :func:`start_in_background`'s start is over, if one runs: what it
+    imports must be in ``sys.modules`` before someone snapshots and restores them (pytester does, around
+    each in-process test), or the restore drops half of PySpark under the running session."""
+    starting = _starting
+    if starting is not None and starting.is_alive():
+        starting.join(timeout_s)
+
+
 def jvm_running() -> bool:
     """Whether this process has launched Spark's JVM (without importing PySpark when it never did)."""
     spark_context = getattr(sys.modules.get("pyspark.core.context"), "SparkContext", None)

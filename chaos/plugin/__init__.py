@@ -18,6 +18,7 @@ from chaos.plugin.gate import pytest_generate_tests
 from chaos.plugin.lifecycle import (
     pytest_configure,
     pytest_runtest_makereport,
+    pytest_runtest_setup,
     pytest_sessionfinish,
     pytest_terminal_summary,
     pytest_unconfigure,
@@ -43,6 +44,7 @@ __all__ = [
     "pytest_generate_tests",
     "pytest_report_header",
     "pytest_runtest_makereport",
+    "pytest_runtest_setup",
     "pytest_sessionfinish",
     "pytest_sessionstart",
     "pytest_terminal_summary",

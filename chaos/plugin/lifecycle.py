@@ -78,6 +78,17 @@ def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test on ``pytester`` waits for the session's Spark start in the background to be over: pytester
+    restores ``sys.modules`` after the test, which would drop the modules that start imported meanwhile
+    (a second copy of PySpark's then mixes two sessions' objects)."""
+    if "pytester" in getattr(item, "fixturenames", ()):
+        from chaos.audit.spark import await_background_start
+
+        await_background_start()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
