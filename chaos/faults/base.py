@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 Param = int | float | str | bool | tuple[str, ...] | tuple[int, ...]
 _INJECT_FAILED: Final = "inject failed"
 
+NOT_MEASURED: Final = "effect not measured"
+"""How a fault's note begins when its effect could not be measured (the report shows such notes)."""
+
 
 @dataclass(frozen=True)
 class Effect:
@@ -272,7 +275,7 @@ class Fault(abc.ABC):
                 if self._measured is not None and not self.must_land:
                     self._measured = replace(self._measured, required=False)
             except Exception as exc:  # a measure is evidence: it never stops a heal
-                self._notes.append(f"effect not measured: {exc}")
+                self._notes.append(f"{NOT_MEASURED}: {exc}")
         try:
             self._heal()
         except BaseException as exc:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from chaos.cluster.broker import client_path_names
 from chaos.cluster.config import MAX_CLIENT_PATHS
 from chaos.errors import FaultError, ToxiproxyError
-from chaos.faults.base import Effect, Fault, FaultLog, Param, live_faults
+from chaos.faults.base import NOT_MEASURED, Effect, Fault, FaultLog, Param, live_faults
 from chaos.faults.client import Connected, as_client_target
 from chaos.faults.meter import forget_meter, meter_problem, proxy_packets
 from chaos.faults.targets import AnyTarget, Client
@@ -98,9 +98,9 @@ class _ProxyFault(Fault):
         try:
             self._packets_before = proxy_packets(self.cluster)
         except FaultError as exc:
-            self.note(f"effect not measured: {exc}")
+            self.note(f"{NOT_MEASURED}: {exc}")
         if self._packets_before is None and (problem := meter_problem(self.cluster)):
-            self.note(f"effect not measured: {problem}")
+            self.note(f"{NOT_MEASURED}: {problem}")
 
     def _effect(self) -> Effect | None:
         """Landed when packets reached one of its proxies' listen ports while it held (the cluster's packet

@@ -21,6 +21,7 @@ import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
 from chaos.audit.facts import ConsumeGap, Consumption
+from chaos.faults.base import NOT_MEASURED
 from chaos.history.reader import events_from_table, filter_kinds
 from chaos.history.windows import fault_windows
 from chaos.run.events import FaultEvent
@@ -207,7 +208,7 @@ def _effect_text(heal_params: str | None) -> str:
         return ""
     if not isinstance(effect, dict):
         notes = notes if isinstance(notes, list) else []
-        return "; ".join(n for n in notes if isinstance(n, str) and "not measured" in n)
+        return "; ".join(n for n in notes if isinstance(n, str) and n.startswith(NOT_MEASURED))
     return f"{'landed' if effect.get('observed') else 'no effect'}: {effect.get('evidence', '')}"
 
 
